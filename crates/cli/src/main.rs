@@ -1,0 +1,71 @@
+//! `schedlab`: one binary, one subcommand per layer. This crate only dispatches; each command's
+//! parsing and work live in its own crate (`schedlab-sim`, `-sched`, `-prims`, `-echo`, `-rdma`),
+//! so the seeds' own command lines (single-dash long options, positional forms) are parsed there.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+schedlab — when many senders share one outlet, how should their messages be ordered,
+and what does each layer under the scheduler cost?
+
+Usage: schedlab <COMMAND> [ARGS...]        (schedlab <COMMAND> --help for each)
+
+Commands:
+  sim         discrete-event simulator of message scheduling (alpha scheduling report)
+  bench       simulator throughput benchmark (arrival packets per second, one core)
+  sched       real multi-threaded scheduler harness (client rings, one scheduler, emulated link)
+  trylock     cost of trylock/unlock on a shared lock (busy and token-passing tests)
+  notify      cost of thread notifications (eventfd, pipe, futex, ...)
+  semtest     semaphore wake-up latency between thread pairs
+  echo        TCP echo servers: --mode naive|iosubmit|splice|sockmap|io_uring
+              (also echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring ADDR:PORT [busypoll])
+  burst       TCP echo burst client (alias: test-burst)
+  hist        percentile summary and log2 histogram of numbers, one per line
+  echo-bench  the whole echo latency matrix, CSV and candlestick chart
+  rdma        perftest-style RDMA flow benchmark; `rdma share A.txt B.txt` analyses two flows
+";
+
+fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
+    match cmd {
+        "sim" | "bench" => schedlab_sim::cli::main(args),
+        "sched" => schedlab_sched::cli::main(args),
+        "trylock" | "notify" | "semtest" => schedlab_prims::cli::main(args),
+        "echo" | "burst" | "test-burst" | "hist" | "echo-bench" => schedlab_echo::cli::main(args),
+        c if c.starts_with("echo-") => schedlab_echo::cli::main(args),
+        "rdma" => schedlab_rdma::cli::main(args),
+        other => {
+            eprintln!("schedlab: unknown command '{other}'\n\n{USAGE}");
+            Ok(2)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let mut argv: Vec<OsString> = std::env::args_os().collect();
+    if argv.len() < 2 {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    }
+    let cmd = argv[1].to_string_lossy().into_owned();
+    match cmd.as_str() {
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        "-V" | "--version" => {
+            println!("schedlab {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    // The command's own argv: argv[0] is "schedlab <cmd>" so help texts read naturally.
+    argv.remove(0);
+    match dispatch(&cmd, argv) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("schedlab {cmd}: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

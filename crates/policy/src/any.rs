@@ -1,0 +1,51 @@
+//! [`AnyPolicy`]: every policy behind one enum, so front ends choose at run time while the hot loop
+//! stays statically dispatched (no virtual call per packet).
+
+use crate::{AlphaSched, Fifo, Message, Packet, Policy, PolicyError, RoundRobin, RoundRobinHead};
+
+/// Any policy of this crate.
+#[derive(Debug, Clone)]
+pub enum AnyPolicy<T> {
+    /// First in, first out.
+    Fifo(Fifo<T>),
+    /// Round robin over messages.
+    RoundRobin(RoundRobin<T>),
+    /// RR′, new messages at the head.
+    RoundRobinHead(RoundRobinHead<T>),
+    /// Alpha scheduling (including shortest-first and tracking α).
+    Alpha(AlphaSched<T>),
+}
+
+macro_rules! each {
+    ($self:expr, $p:ident => $e:expr) => {
+        match $self {
+            AnyPolicy::Fifo($p) => $e,
+            AnyPolicy::RoundRobin($p) => $e,
+            AnyPolicy::RoundRobinHead($p) => $e,
+            AnyPolicy::Alpha($p) => $e,
+        }
+    };
+}
+
+impl<T: Copy> Policy<T> for AnyPolicy<T> {
+    #[inline]
+    fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
+        each!(self, p => p.enqueue(msg))
+    }
+    #[inline]
+    fn dequeue(&mut self) -> Option<Packet<T>> {
+        each!(self, p => p.dequeue())
+    }
+    fn is_empty(&self) -> bool {
+        each!(self, p => p.is_empty())
+    }
+    fn queued_messages(&self) -> usize {
+        each!(self, p => p.queued_messages())
+    }
+    fn queued_packets(&self) -> u64 {
+        each!(self, p => p.queued_packets())
+    }
+    fn label(&self) -> String {
+        each!(self, p => p.label())
+    }
+}

@@ -1,0 +1,150 @@
+//! # schedlab-policy — scheduling policies, written once
+//!
+//! This is the bottom layer of schedlab. A *policy* decides, each time the outlet (a link, an
+//! interconnect port, a NIC ring) can take one more packet, **which** packet goes next. Nothing in
+//! this crate does I/O or reads a clock: the only notion of time a policy has is the number of
+//! packets it has itself sent (the "node clock" `c` of the alpha-scheduling report), so the same
+//! code runs in the discrete-event simulator (`schedlab-sim`, simulated time) and in the real
+//! multi-threaded harness (`schedlab-sched`, wall-clock time), in the spirit of dummynet's `dn_alg`
+//! table shared by its kernel and userland tests.
+//!
+//! ## The one trait
+//! [`Policy`] is deliberately narrow: *messages made of packets arrive* ([`Policy::enqueue`]) and
+//! *the outlet takes one packet at a time* ([`Policy::dequeue`]). A message carries an opaque,
+//! copyable payload `T` that is handed back with every packet of it, so the caller keeps its own
+//! bookkeeping (arrival time in the simulator, ring slot in the harness) without the policy knowing.
+//!
+//! ## The policies
+//! Message-level policies of L. Cherkasova and T. Rokicki, *Alpha Message Scheduling for
+//! Packet-Switched Interconnects*, HP Labs (§3–§6, §10, §11, §13; semantics of the §16 listing):
+//! - [`Fifo`] — first in, first out (§3; the listing's α = 0).
+//! - [`RoundRobin`] — one packet per message per turn; the served message goes to the tail when its
+//!   packet *starts* service (§4; listing α = −1).
+//! - [`RoundRobinHead`] — RR′: new messages are inserted at the head, behind other new messages not
+//!   yet served (§4; listing α = −2).
+//! - [`AlphaSched`] — priority `c + α·l`, lowest first, the head's priority drops by α per packet
+//!   sent, a strictly lower newcomer preempts, ties go oldest first (§6). Also shortest-remaining-first
+//!   (α = ∞, §5), tracking α (§13), per-message α (§10) and in-order delivery per flow (§11).
+//!
+//! Flow-level (weighted) policies used by the real harness live beside them and implement the same
+//! trait (see [`any::AnyPolicy`]).
+#![forbid(unsafe_code)]
+
+pub mod alpha;
+pub mod any;
+pub mod rr;
+
+pub use alpha::{Alpha, AlphaConfig, AlphaSched, Tracking};
+pub use any::AnyPolicy;
+pub use rr::{Fifo, RoundRobin, RoundRobinHead};
+
+/// Identifies the sender (application, client thread, flow) a message belongs to.
+pub type FlowId = u32;
+
+/// A message offered to a policy: `packets` packets of `packet_bytes` bytes each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Message<T> {
+    /// Caller's payload, handed back with every packet of this message.
+    pub item: T,
+    /// Which sender it comes from (used by flow-level policies and by §11 in-order delivery).
+    pub flow: FlowId,
+    /// Number of packets, at least 1.
+    pub packets: u32,
+    /// Size of each packet in bytes (message-level policies ignore it; byte-fair ones use it).
+    pub packet_bytes: u32,
+    /// Per-message α (§10 "alpha as a priority"); `None` uses the policy's own α.
+    pub alpha: Option<Alpha>,
+}
+
+impl<T> Message<T> {
+    /// A message of `packets` unit-size packets from `flow`, with the policy's own α.
+    pub fn new(item: T, flow: FlowId, packets: u32) -> Self {
+        Message { item, flow, packets, packet_bytes: 1, alpha: None }
+    }
+    /// Sets the size of each packet in bytes.
+    pub fn with_bytes(mut self, packet_bytes: u32) -> Self {
+        self.packet_bytes = packet_bytes;
+        self
+    }
+    /// Sets a per-message α (§10).
+    pub fn with_alpha(mut self, alpha: Alpha) -> Self {
+        self.alpha = Some(alpha);
+        self
+    }
+}
+
+/// One packet taken by the outlet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet<T> {
+    /// The payload of the message this packet belongs to.
+    pub item: T,
+    /// The message's flow.
+    pub flow: FlowId,
+    /// The packet's size in bytes.
+    pub bytes: u32,
+    /// True when this is the last packet of its message (the message is now delivered).
+    pub last: bool,
+}
+
+/// Why a message was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PolicyError {
+    /// A message must have at least one packet.
+    #[error("a message must have at least one packet (got 0)")]
+    EmptyMessage,
+    /// Packets must have at least one byte.
+    #[error("a packet must have at least one byte (got 0)")]
+    EmptyPacket,
+    /// The flow is not configured in a flow-level policy.
+    #[error("flow {flow} is not configured (the policy has {flows} flows); configure more flows")]
+    UnknownFlow { flow: FlowId, flows: usize },
+    /// A per-message α is out of range.
+    #[error("per-message alpha {0} is out of range: use a finite value in [0, {max}]", max = alpha::ALPHA_MAX)]
+    BadAlpha(f64),
+}
+
+/// A scheduling policy: messages made of packets arrive; the outlet takes one packet at a time.
+///
+/// Contract, checked by the property tests of this crate:
+/// - `dequeue` returns `Some` if and only if `!is_empty()` (work conservation);
+/// - every packet enqueued is dequeued exactly once, and the packet marked `last` is the final one
+///   of its message;
+/// - no method reads a clock or does I/O; identical call sequences give identical results.
+pub trait Policy<T: Copy> {
+    /// Offers a message. Its packets become eligible at once.
+    fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError>;
+    /// Takes the next packet, or `None` when nothing waits.
+    fn dequeue(&mut self) -> Option<Packet<T>>;
+    /// True when no packet waits.
+    fn is_empty(&self) -> bool;
+    /// Messages with packets still waiting.
+    fn queued_messages(&self) -> usize;
+    /// Packets still waiting.
+    fn queued_packets(&self) -> u64;
+    /// Short human name, as printed in tables (`FIFO`, `RR`, `RR'`, `10`, `SF`, `DRR`, ...).
+    fn label(&self) -> String;
+}
+
+pub(crate) fn check_message<T>(msg: &Message<T>) -> Result<(), PolicyError> {
+    if msg.packets == 0 {
+        return Err(PolicyError::EmptyMessage);
+    }
+    if msg.packet_bytes == 0 {
+        return Err(PolicyError::EmptyPacket);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+    /// Drains a policy, returning the (item, last) sequence.
+    pub fn drain<T: Copy, P: Policy<T>>(p: &mut P) -> Vec<(T, bool)> {
+        let mut out = Vec::new();
+        while let Some(pk) = p.dequeue() {
+            out.push((pk.item, pk.last));
+        }
+        assert!(p.is_empty());
+        out
+    }
+}

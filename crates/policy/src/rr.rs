@@ -1,0 +1,245 @@
+//! FIFO and the two round-robin variants of the alpha-scheduling report (§3, §4).
+//!
+//! All three keep plain ring buffers, so each operation is O(1); the §16 listing's sorted linked
+//! list with integer priorities degenerates to exactly these orders (see the module tests).
+
+use std::collections::VecDeque;
+
+use crate::{check_message, FlowId, Message, Packet, Policy, PolicyError};
+
+/// A message still waiting, with its unsent packet count.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pending<T> {
+    pub item: T,
+    pub flow: FlowId,
+    pub left: u32,
+    pub bytes: u32,
+}
+
+impl<T: Copy> Pending<T> {
+    pub(crate) fn of(msg: &Message<T>) -> Self {
+        Pending { item: msg.item, flow: msg.flow, left: msg.packets, bytes: msg.packet_bytes }
+    }
+    /// Sends one packet of this message.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Packet<T> {
+        self.left -= 1;
+        Packet { item: self.item, flow: self.flow, bytes: self.bytes, last: self.left == 0 }
+    }
+}
+
+/// First in, first out: a message's packets all go before the next message's (§3; listing α = 0).
+#[derive(Debug, Clone)]
+pub struct Fifo<T> {
+    q: VecDeque<Pending<T>>,
+    packets: u64,
+}
+
+impl<T> Default for Fifo<T> {
+    fn default() -> Self {
+        Fifo { q: VecDeque::new(), packets: 0 }
+    }
+}
+
+impl<T: Copy> Fifo<T> {
+    /// An empty FIFO.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<T: Copy> Policy<T> for Fifo<T> {
+    fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
+        check_message(&msg)?;
+        self.packets += u64::from(msg.packets);
+        self.q.push_back(Pending::of(&msg));
+        Ok(())
+    }
+    #[inline]
+    fn dequeue(&mut self) -> Option<Packet<T>> {
+        let head = self.q.front_mut()?;
+        let p = head.take();
+        if p.last {
+            self.q.pop_front();
+        }
+        self.packets -= 1;
+        Some(p)
+    }
+    fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    fn queued_messages(&self) -> usize {
+        self.q.len()
+    }
+    fn queued_packets(&self) -> u64 {
+        self.packets
+    }
+    fn label(&self) -> String {
+        "FIFO".into()
+    }
+}
+
+/// Round robin over messages, one packet per turn (§4; listing α = −1).
+///
+/// New messages join the tail. The served message moves to the tail when its packet *starts*
+/// service, so a message arriving during that service queues behind it (the listing's `toend`).
+#[derive(Debug, Clone)]
+pub struct RoundRobin<T> {
+    q: VecDeque<Pending<T>>,
+    packets: u64,
+}
+
+impl<T> Default for RoundRobin<T> {
+    fn default() -> Self {
+        RoundRobin { q: VecDeque::new(), packets: 0 }
+    }
+}
+
+impl<T: Copy> RoundRobin<T> {
+    /// An empty round robin.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<T: Copy> Policy<T> for RoundRobin<T> {
+    fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
+        check_message(&msg)?;
+        self.packets += u64::from(msg.packets);
+        self.q.push_back(Pending::of(&msg));
+        Ok(())
+    }
+    #[inline]
+    fn dequeue(&mut self) -> Option<Packet<T>> {
+        let mut head = self.q.pop_front()?;
+        let p = head.take();
+        if !p.last {
+            self.q.push_back(head);
+        }
+        self.packets -= 1;
+        Some(p)
+    }
+    fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    fn queued_messages(&self) -> usize {
+        self.q.len()
+    }
+    fn queued_packets(&self) -> u64 {
+        self.packets
+    }
+    fn label(&self) -> String {
+        "RR".into()
+    }
+}
+
+/// RR′: round robin with new messages inserted at the head (§4; listing α = −2).
+///
+/// A new message goes in front of every message already served once, but behind other new messages
+/// not yet served, so new messages form a FIFO block at the front of the ring.
+#[derive(Debug, Clone)]
+pub struct RoundRobinHead<T> {
+    fresh: VecDeque<Pending<T>>,
+    ring: VecDeque<Pending<T>>,
+    packets: u64,
+}
+
+impl<T> Default for RoundRobinHead<T> {
+    fn default() -> Self {
+        RoundRobinHead { fresh: VecDeque::new(), ring: VecDeque::new(), packets: 0 }
+    }
+}
+
+impl<T: Copy> RoundRobinHead<T> {
+    /// An empty RR′.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<T: Copy> Policy<T> for RoundRobinHead<T> {
+    fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
+        check_message(&msg)?;
+        self.packets += u64::from(msg.packets);
+        self.fresh.push_back(Pending::of(&msg));
+        Ok(())
+    }
+    #[inline]
+    fn dequeue(&mut self) -> Option<Packet<T>> {
+        let mut head = match self.fresh.pop_front() {
+            Some(h) => h,
+            None => self.ring.pop_front()?,
+        };
+        let p = head.take();
+        if !p.last {
+            self.ring.push_back(head);
+        }
+        self.packets -= 1;
+        Some(p)
+    }
+    fn is_empty(&self) -> bool {
+        self.fresh.is_empty() && self.ring.is_empty()
+    }
+    fn queued_messages(&self) -> usize {
+        self.fresh.len() + self.ring.len()
+    }
+    fn queued_packets(&self) -> u64 {
+        self.packets
+    }
+    fn label(&self) -> String {
+        "RR'".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::drain;
+
+    #[test]
+    fn fifo_sends_whole_messages_in_order() {
+        let mut f = Fifo::new();
+        f.enqueue(Message::new('a', 0, 2)).unwrap();
+        f.enqueue(Message::new('b', 1, 1)).unwrap();
+        assert_eq!(drain(&mut f), vec![('a', false), ('a', true), ('b', true)]);
+    }
+
+    #[test]
+    fn rr_interleaves_one_packet_per_turn() {
+        let mut r = RoundRobin::new();
+        r.enqueue(Message::new('a', 0, 3)).unwrap();
+        r.enqueue(Message::new('b', 1, 2)).unwrap();
+        let seq: Vec<char> = drain(&mut r).into_iter().map(|x| x.0).collect();
+        assert_eq!(seq, vec!['a', 'b', 'a', 'b', 'a']);
+    }
+
+    #[test]
+    fn rr_requeues_at_start_of_service() {
+        // 'a' is being served (its first packet taken); 'b' arrives during that service and must
+        // queue *behind* 'a', which already moved to the tail.
+        let mut r = RoundRobin::new();
+        r.enqueue(Message::new('a', 0, 3)).unwrap();
+        assert_eq!(r.dequeue().unwrap().item, 'a');
+        r.enqueue(Message::new('b', 1, 1)).unwrap();
+        let seq: Vec<char> = drain(&mut r).into_iter().map(|x| x.0).collect();
+        assert_eq!(seq, vec!['a', 'b', 'a']);
+    }
+
+    #[test]
+    fn rr_prime_puts_new_messages_first_behind_other_new_ones() {
+        let mut r = RoundRobinHead::new();
+        r.enqueue(Message::new('a', 0, 3)).unwrap();
+        assert_eq!(r.dequeue().unwrap().item, 'a');
+        r.enqueue(Message::new('b', 1, 2)).unwrap();
+        r.enqueue(Message::new('c', 2, 1)).unwrap();
+        let seq: Vec<char> = drain(&mut r).into_iter().map(|x| x.0).collect();
+        assert_eq!(seq, vec!['b', 'c', 'a', 'b', 'a']);
+    }
+
+    #[test]
+    fn zero_packet_message_is_refused() {
+        let mut f = Fifo::new();
+        assert_eq!(f.enqueue(Message::new(0, 0, 0)), Err(PolicyError::EmptyMessage));
+        assert!(f.is_empty());
+    }
+}

@@ -1,0 +1,2 @@
+//! Micro-benchmarks of scheduler building blocks: trylock, notify, semtest.
+pub mod cli;

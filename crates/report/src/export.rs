@@ -1,0 +1,80 @@
+//! JSON and CSV files. Field names carry their units (`lat_us`, `rate_pps`, `bytes`).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+/// Writes `value` as pretty JSON to `path` (`-` means stdout).
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    if path.as_os_str() == "-" {
+        let out = std::io::stdout();
+        let mut w = out.lock();
+        serde_json::to_writer_pretty(&mut w, value).context("writing JSON to stdout")?;
+        writeln!(w)?;
+        return Ok(());
+    }
+    let f = File::create(path).with_context(|| format!("cannot create JSON file {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    serde_json::to_writer_pretty(&mut w, value).with_context(|| format!("writing {}", path.display()))?;
+    writeln!(w)?;
+    w.flush().with_context(|| format!("writing {}", path.display()))
+}
+
+/// A minimal CSV writer: a header row, then rows of already formatted cells (quoted when needed).
+pub struct Csv<W: Write> {
+    w: W,
+    columns: usize,
+}
+
+impl Csv<BufWriter<File>> {
+    /// Creates `path` and writes the header.
+    pub fn create(path: &Path, header: &[&str]) -> Result<Self> {
+        let f = File::create(path).with_context(|| format!("cannot create CSV file {}", path.display()))?;
+        Csv::new(BufWriter::new(f), header)
+    }
+}
+
+impl<W: Write> Csv<W> {
+    /// Wraps a writer and writes the header.
+    pub fn new(w: W, header: &[&str]) -> Result<Self> {
+        let mut c = Csv { w, columns: header.len() };
+        c.row(header)?;
+        Ok(c)
+    }
+    /// Writes one row; it must have as many cells as the header.
+    pub fn row<S: AsRef<str>>(&mut self, cells: &[S]) -> Result<()> {
+        anyhow::ensure!(cells.len() == self.columns, "CSV row has {} cells, header has {}", cells.len(), self.columns);
+        let line: Vec<String> = cells.iter().map(|c| quote(c.as_ref())).collect();
+        writeln!(self.w, "{}", line.join(","))?;
+        Ok(())
+    }
+    /// Flushes and returns the writer.
+    pub fn finish(mut self) -> Result<W> {
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}
+
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn csv_quotes_and_checks_width() {
+        let mut c = Csv::new(Vec::new(), &["name", "lat_us"]).unwrap();
+        c.row(&["a,b", "1.5"]).unwrap();
+        assert!(c.row(&["x"]).is_err());
+        let out = String::from_utf8(c.finish().unwrap()).unwrap();
+        assert_eq!(out, "name,lat_us\n\"a,b\",1.5\n");
+    }
+}

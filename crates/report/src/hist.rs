@@ -1,0 +1,160 @@
+//! HDR histograms and percentile summaries.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// An auto-resizing HDR histogram of non-negative integer samples (3 significant digits).
+#[derive(Clone, Debug)]
+pub struct Hist {
+    h: Histogram<u64>,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hist {
+    /// An empty histogram, 3 significant digits, growing as needed.
+    pub fn new() -> Self {
+        let mut h = Histogram::<u64>::new(3).expect("3 significant digits is a valid precision");
+        h.auto(true);
+        Hist { h }
+    }
+    /// Records one sample.
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        // With auto-resize on, recording can only fail for values beyond u64 range: saturate.
+        let _ = self.h.record(v);
+    }
+    /// Records a sample `n` times.
+    pub fn record_n(&mut self, v: u64, n: u64) {
+        let _ = self.h.record_n(v, n);
+    }
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &Hist) {
+        let _ = self.h.add(&other.h);
+    }
+    /// Number of samples.
+    pub fn len(&self) -> u64 {
+        self.h.len()
+    }
+    /// True when no sample was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+    /// Value at quantile `q` in [0, 1].
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.h.value_at_quantile(q)
+    }
+    /// The summary, with values divided by `scale` (e.g. 1000.0 to turn ns into µs).
+    pub fn summary(&self, scale: f64) -> Summary {
+        let h = &self.h;
+        if h.is_empty() {
+            return Summary::default();
+        }
+        let s = |v: u64| v as f64 / scale;
+        Summary {
+            count: h.len(),
+            min: s(h.min()),
+            mean: h.mean() / scale,
+            stddev: h.stdev() / scale,
+            p50: s(h.value_at_quantile(0.50)),
+            p90: s(h.value_at_quantile(0.90)),
+            p99: s(h.value_at_quantile(0.99)),
+            p999: s(h.value_at_quantile(0.999)),
+            p9999: s(h.value_at_quantile(0.9999)),
+            max: s(h.max()),
+        }
+    }
+    /// The underlying histogram.
+    pub fn inner(&self) -> &Histogram<u64> {
+        &self.h
+    }
+}
+
+/// Percentile summary of a set of samples, all in one unit (named by the caller's field).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    /// Exact summary of a slice of floats (sorted copy; population standard deviation).
+    pub fn of_f64(values: &[f64]) -> Summary {
+        if values.is_empty() {
+            return Summary::default();
+        }
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+        let q = |p: f64| {
+            // Nearest-rank percentile.
+            let rank = ((p * n).ceil() as usize).clamp(1, v.len());
+            v[rank - 1]
+        };
+        Summary {
+            count: v.len() as u64,
+            min: v[0],
+            mean,
+            stddev: var.sqrt(),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: v[v.len() - 1],
+        }
+    }
+
+    /// One human line: `p50 … p99.99 max` with a unit suffix.
+    pub fn line(&self, unit: &str) -> String {
+        format!(
+            "n={} min={:.2}{u} avg={:.2}{u} p50={:.2}{u} p90={:.2}{u} p99={:.2}{u} p99.9={:.2}{u} p99.99={:.2}{u} max={:.2}{u}",
+            self.count, self.min, self.mean, self.p50, self.p90, self.p99, self.p999, self.p9999, self.max,
+            u = unit
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hist_percentiles_are_close() {
+        let mut h = Hist::new();
+        for v in 1..=10_000u64 {
+            h.record(v);
+        }
+        let s = h.summary(1.0);
+        assert_eq!(s.count, 10_000);
+        assert!((s.p50 - 5000.0).abs() <= 5.0, "{}", s.p50);
+        assert!((s.p99 - 9900.0).abs() <= 10.0, "{}", s.p99);
+        assert_eq!(s.min, 1.0);
+        assert!((s.max - 10_000.0).abs() <= 10.0);
+    }
+
+    #[test]
+    fn exact_summary() {
+        let s = Summary::of_f64(&[3.0, 1.0, 2.0, 4.0]);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 4.0);
+        assert_eq!(s.p50, 2.0);
+        assert!((s.mean - 2.5).abs() < 1e-12);
+        assert!((s.stddev - 1.118_033_988_7).abs() < 1e-9);
+        assert_eq!(Summary::of_f64(&[]).count, 0);
+    }
+}

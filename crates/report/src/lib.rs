@@ -1,0 +1,22 @@
+//! # schedlab-report — what a run says about itself
+//!
+//! The output layer shared by every schedlab command:
+//! - [`hist`]: HDR histograms and the percentile [`hist::Summary`] (p50 … p99.99, max) that every
+//!   latency figure is reported with;
+//! - [`export`]: JSON and CSV files whose field names carry their units (`lat_us`, `rate_pps`);
+//! - [`machine`]: what the run actually got — kernel, CPU model, virtualisation, idle settings, and
+//!   per thread the CPU, scheduling policy and priority read back from the kernel, never the label
+//!   that was only asked for;
+//! - [`plot`]: small dependency-free SVG charts (lines, candlesticks) for people who would rather
+//!   look than read.
+//!
+//! Nothing here knows about scheduling; the layers above (`sim`, `sched`, `prims`, `echo`, `rdma`)
+//! depend on it, never the reverse.
+
+pub mod export;
+pub mod hist;
+pub mod machine;
+pub mod plot;
+
+pub use hist::{Hist, Summary};
+pub use machine::{MachineInfo, ThreadInfo};

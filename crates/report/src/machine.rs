@@ -1,0 +1,274 @@
+//! What the run actually got: machine facts and per-thread placement read back from the kernel.
+//!
+//! Every result schedlab writes embeds a [`MachineInfo`]; benchmarks that pin threads or ask for a
+//! real-time policy embed the [`ThreadInfo`] each thread read back *after* asking, so a result
+//! never carries a label it only requested.
+
+use std::fs;
+
+use serde::Serialize;
+
+/// Facts about the machine a result was measured on.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub kernel_version: String,
+    pub arch: String,
+    pub cpu_model: String,
+    pub cpus_online: usize,
+    /// Hypervisor as far as it can be told (`none` on bare metal, `unknown` if it cannot be told).
+    pub virtualization: String,
+    pub cpuidle_driver: Option<String>,
+    pub cpuidle_governor: Option<String>,
+    pub cpufreq_governor: Option<String>,
+    /// Effective user id (0 = root): many features depend on it.
+    pub euid: u32,
+    pub schedlab_version: String,
+    /// Seconds since the Unix epoch when the facts were collected.
+    pub collected_unix_s: u64,
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+fn uname() -> (String, String, String, String) {
+    // SAFETY: utsname is plain old data; uname fills it and we only read NUL-terminated fields.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return Default::default();
+    }
+    let f = |b: &[libc::c_char]| {
+        let bytes: Vec<u8> = b.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    (f(&u.nodename), f(&u.release), f(&u.version), f(&u.machine))
+}
+
+fn detect_virt(cpuinfo: &str) -> String {
+    let vendor = read_trim("/sys/class/dmi/id/sys_vendor").unwrap_or_default();
+    let product = read_trim("/sys/class/dmi/id/product_name").unwrap_or_default();
+    let hv = read_trim("/sys/hypervisor/type");
+    let flag = cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"));
+    let dmi = format!("{vendor} {product}").to_lowercase();
+    let known = [
+        ("qemu", "kvm/qemu"),
+        ("kvm", "kvm"),
+        ("firecracker", "firecracker"),
+        ("vmware", "vmware"),
+        ("virtualbox", "virtualbox"),
+        ("microsoft", "hyper-v"),
+        ("amazon ec2", "kvm (amazon ec2)"),
+        ("google", "kvm (google compute engine)"),
+        ("xen", "xen"),
+        ("cloud hypervisor", "cloud-hypervisor"),
+    ];
+    if let Some((_, name)) = known.iter().find(|(k, _)| dmi.contains(k)) {
+        return name.to_string();
+    }
+    if let Some(h) = hv {
+        return h;
+    }
+    if flag {
+        return "unknown hypervisor (cpu flag 'hypervisor' set)".into();
+    }
+    if vendor.is_empty() {
+        "unknown".into()
+    } else {
+        "none".into()
+    }
+}
+
+impl MachineInfo {
+    /// Collects the facts (cheap: a few small files).
+    pub fn collect() -> MachineInfo {
+        let (hostname, kernel, kernel_version, arch) = uname();
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        MachineInfo {
+            hostname,
+            kernel,
+            kernel_version,
+            arch,
+            cpu_model,
+            cpus_online: online_cpus().len(),
+            virtualization: detect_virt(&cpuinfo),
+            cpuidle_driver: read_trim("/sys/devices/system/cpu/cpuidle/current_driver"),
+            cpuidle_governor: read_trim("/sys/devices/system/cpu/cpuidle/current_governor_ro")
+                .or_else(|| read_trim("/sys/devices/system/cpu/cpuidle/current_governor")),
+            cpufreq_governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            // SAFETY: geteuid has no preconditions.
+            euid: unsafe { libc::geteuid() },
+            schedlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            collected_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        }
+    }
+
+    /// One human line.
+    pub fn line(&self) -> String {
+        format!(
+            "machine: {} | kernel {} | {} | {} cpus | virt: {} | idle: {}",
+            self.hostname,
+            self.kernel,
+            self.cpu_model,
+            self.cpus_online,
+            self.virtualization,
+            self.cpuidle_driver.as_deref().unwrap_or("n/a")
+        )
+    }
+}
+
+/// CPUs this process may run on (its affinity mask), in increasing order.
+pub fn online_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most sizeof(cpu_set_t) bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+/// Scheduling policy of a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SchedPolicy {
+    SchedOther,
+    SchedFifo,
+    SchedRr,
+    SchedBatch,
+    SchedIdle,
+    SchedDeadline,
+    Unknown,
+}
+
+impl SchedPolicy {
+    fn from_raw(p: i32) -> Self {
+        match p {
+            libc::SCHED_OTHER => SchedPolicy::SchedOther,
+            libc::SCHED_FIFO => SchedPolicy::SchedFifo,
+            libc::SCHED_RR => SchedPolicy::SchedRr,
+            libc::SCHED_BATCH => SchedPolicy::SchedBatch,
+            libc::SCHED_IDLE => SchedPolicy::SchedIdle,
+            6 => SchedPolicy::SchedDeadline,
+            _ => SchedPolicy::Unknown,
+        }
+    }
+    /// The kernel's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedPolicy::SchedOther => "SCHED_OTHER",
+            SchedPolicy::SchedFifo => "SCHED_FIFO",
+            SchedPolicy::SchedRr => "SCHED_RR",
+            SchedPolicy::SchedBatch => "SCHED_BATCH",
+            SchedPolicy::SchedIdle => "SCHED_IDLE",
+            SchedPolicy::SchedDeadline => "SCHED_DEADLINE",
+            SchedPolicy::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a thread actually got, read back from the kernel.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadInfo {
+    /// Kernel thread id.
+    pub tid: i64,
+    /// CPU it was running on when read.
+    pub cpu: i32,
+    /// CPUs it may run on.
+    pub allowed_cpus: Vec<usize>,
+    pub policy: SchedPolicy,
+    pub priority: i32,
+}
+
+impl ThreadInfo {
+    /// Reads back the calling thread's placement and policy.
+    pub fn current() -> ThreadInfo {
+        // SAFETY: these calls only read the calling thread's state into local plain-data values.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid);
+            let cpu = libc::sched_getcpu();
+            let pol = libc::sched_getscheduler(0);
+            let mut param: libc::sched_param = std::mem::zeroed();
+            libc::sched_getparam(0, &mut param);
+            ThreadInfo {
+                tid,
+                cpu,
+                allowed_cpus: online_cpus(),
+                policy: SchedPolicy::from_raw(pol),
+                priority: param.sched_priority,
+            }
+        }
+    }
+}
+
+/// Pins the calling thread to one CPU. Fails with the OS error (e.g. the CPU is not allowed).
+pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CPU {cpu} out of range")));
+    }
+    // SAFETY: the set is zero-initialised plain data and `cpu` is below CPU_SETSIZE.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Asks for a real-time policy (`SCHED_FIFO` or `SCHED_RR`) at `priority` for the calling thread.
+/// Fails with EPERM when unprivileged; callers must report what they got ([`ThreadInfo::current`]).
+pub fn set_realtime(round_robin: bool, priority: i32) -> std::io::Result<()> {
+    let pol = if round_robin { libc::SCHED_RR } else { libc::SCHED_FIFO };
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: `param` is a valid sched_param for the duration of the call.
+    let rc = unsafe { libc::sched_setscheduler(0, pol, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn collects_facts() {
+        let m = MachineInfo::collect();
+        assert!(!m.kernel.is_empty());
+        assert!(m.cpus_online >= 1);
+        let t = ThreadInfo::current();
+        assert!(t.cpu >= 0);
+        assert!(t.allowed_cpus.contains(&(t.cpu as usize)));
+    }
+    #[test]
+    fn pinning_is_read_back() {
+        let cpus = online_cpus();
+        let last = *cpus.last().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(last).unwrap();
+            let t = ThreadInfo::current();
+            assert_eq!(t.allowed_cpus, vec![last]);
+            assert_eq!(t.cpu as usize, last);
+        })
+        .join()
+        .unwrap();
+        assert!(pin_current_thread(100_000).is_err());
+    }
+}

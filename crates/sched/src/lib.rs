@@ -1,0 +1,2 @@
+//! Real multi-threaded scheduler harness: client SPSC rings, one scheduler thread, emulated link.
+pub mod cli;

@@ -1,0 +1,2 @@
+//! Discrete-event simulator (being built).
+pub mod cli;
