@@ -1,7 +1,7 @@
 //! [`AnyPolicy`]: every policy behind one enum, so front ends choose at run time while the hot loop
 //! stays statically dispatched (no virtual call per packet).
 
-use crate::{AlphaSched, Fifo, Message, Packet, Policy, PolicyError, RoundRobin, RoundRobinHead};
+use crate::{AlphaSched, Drr, Fifo, Message, Packet, Policy, PolicyError, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus};
 
 /// Any policy of this crate.
 #[derive(Debug, Clone)]
@@ -14,6 +14,12 @@ pub enum AnyPolicy<T> {
     RoundRobinHead(RoundRobinHead<T>),
     /// Alpha scheduling (including shortest-first and tracking α).
     Alpha(AlphaSched<T>),
+    /// Deficit round robin over weighted flows.
+    Drr(Drr<T>),
+    /// WF2Q+ over weighted flows.
+    Wf2qPlus(Wf2qPlus<T>),
+    /// Quick Fair Queueing over weighted flows.
+    Qfq(Qfq<T>),
 }
 
 macro_rules! each {
@@ -23,6 +29,9 @@ macro_rules! each {
             AnyPolicy::RoundRobin($p) => $e,
             AnyPolicy::RoundRobinHead($p) => $e,
             AnyPolicy::Alpha($p) => $e,
+            AnyPolicy::Drr($p) => $e,
+            AnyPolicy::Wf2qPlus($p) => $e,
+            AnyPolicy::Qfq($p) => $e,
         }
     };
 }

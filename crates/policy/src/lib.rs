@@ -32,11 +32,17 @@
 
 pub mod alpha;
 pub mod any;
+pub mod drr;
+pub mod qfq;
 pub mod rr;
+pub mod wf2qp;
 
 pub use alpha::{Alpha, AlphaConfig, AlphaSched, Tracking};
 pub use any::AnyPolicy;
+pub use drr::{Drr, FlowWeight};
+pub use qfq::Qfq;
 pub use rr::{Fifo, RoundRobin, RoundRobinHead};
+pub use wf2qp::Wf2qPlus;
 
 /// Identifies the sender (application, client thread, flow) a message belongs to.
 pub type FlowId = u32;

@@ -1,0 +1,419 @@
+//! QFQ — Quick Fair Queueing (F. Checconi, L. Rizzo, P. Valente, *QFQ: Efficient Packet Scheduling
+//! With Tight Guarantees*, IEEE/ACM ToN 2013), the harness's `-alg qfq`.
+//!
+//! An approximation of WF2Q+ in O(1) per packet: flows ("classes") are partitioned into *groups* by
+//! `max_len / weight`, rounded up to a power of two (the group's slot size). Within a group, classes
+//! are kept in a bucket list indexed by their start time rounded down to a slot; groups are kept in
+//! four sets (eligible/ineligible × ready/blocked) held as 64-bit bitmaps, so choosing the next
+//! class is a find-first-set on the eligible-ready bitmap and a look at the group's front bucket.
+//!
+//! The structure follows the paper's pseudo-code (and the published dummynet implementation's
+//! structure): timestamps in 64-bit fixed point with `2^30` per byte of unit weight, compared with
+//! wrapping differences, `V` advancing by `len / Σ configured weights` per packet. Two robustness
+//! additions: when no group is eligible the virtual time jumps to the smallest group start (work
+//! conservation), and a packet larger than its flow's `max_len` (which the paper excludes) is still
+//! scheduled, with its bucket index clamped instead of overflowing the bucket list.
+
+use crate::drr::{flow_index, FlowQueue, FlowWeight};
+use crate::rr::Pending;
+use crate::{Message, Packet, Policy, PolicyError};
+
+const FRAC_BITS: u32 = 30;
+const ONE_FP: u64 = 1 << FRAC_BITS;
+/// Slot size of group 0: a packet of 2^11 bytes at weight 2^19 fits in one slot.
+const MIN_SLOT_SHIFT: u32 = 22;
+const SLOTS: usize = 32;
+const GROUPS: usize = 64;
+const NONE: u32 = u32::MAX;
+const ER: usize = 0;
+const IR: usize = 1;
+const EB: usize = 2;
+const IB: usize = 3;
+
+#[inline]
+fn gt(a: u64, b: u64) -> bool {
+    (a.wrapping_sub(b) as i64) > 0
+}
+#[inline]
+fn round_down(ts: u64, shift: u32) -> u64 {
+    ts & !((1u64 << shift) - 1)
+}
+#[inline]
+fn mask_from(bitmap: u64, from: usize) -> u64 {
+    if from >= 64 {
+        0
+    } else {
+        bitmap & !((1u64 << from) - 1)
+    }
+}
+
+/// Group index for a class of `inv_w` (fixed point 1/weight) and `max_len` bytes.
+fn group_index(inv_w: u64, max_len: u32) -> usize {
+    let slot_size = u64::from(max_len).saturating_mul(inv_w);
+    let size_map = slot_size >> MIN_SLOT_SHIFT;
+    if size_map == 0 {
+        return 0;
+    }
+    let mut index = (64 - size_map.leading_zeros()) as usize; // floor(log2) + 1
+    if slot_size == 1u64 << (index as u32 + MIN_SLOT_SHIFT - 1) {
+        index -= 1; // exact power of two
+    }
+    index.min(GROUPS - 1 - MIN_SLOT_SHIFT as usize)
+}
+
+#[derive(Debug, Clone)]
+struct Class<T> {
+    q: FlowQueue<T>,
+    inv_w: u64,
+    grp: usize,
+    s: u64,
+    f: u64,
+    next: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    slot_shift: u32,
+    s: u64,
+    f: u64,
+    front: usize,
+    /// Bit i set when bucket `front + i` holds classes.
+    full_slots: u32,
+    slots: [u32; SLOTS],
+}
+
+/// Quick Fair Queueing over configured flows; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Qfq<T> {
+    classes: Vec<Class<T>>,
+    groups: Vec<Group>,
+    bitmaps: [u64; 4],
+    v: u64,
+    iwsum: u64,
+    messages: usize,
+    packets: u64,
+}
+
+impl<T: Copy> Qfq<T> {
+    /// One flow per entry of `flows`, numbered from 0.
+    pub fn new(flows: &[FlowWeight]) -> Self {
+        let wsum: u64 = flows.iter().map(|f| u64::from(f.weight.max(1))).sum::<u64>().max(1);
+        let classes = flows
+            .iter()
+            .map(|f| {
+                let inv_w = ONE_FP / u64::from(f.weight.max(1));
+                Class { q: FlowQueue::new(), inv_w, grp: group_index(inv_w, f.max_len.max(1)), s: 0, f: 0, next: NONE }
+            })
+            .collect();
+        let groups = (0..GROUPS)
+            .map(|i| Group {
+                slot_shift: (MIN_SLOT_SHIFT + i as u32).min(62),
+                s: 0,
+                f: 0,
+                front: 0,
+                full_slots: 0,
+                slots: [NONE; SLOTS],
+            })
+            .collect();
+        Qfq { classes, groups, bitmaps: [0; 4], v: 0, iwsum: (ONE_FP / wsum).max(1), messages: 0, packets: 0 }
+    }
+
+    fn calc_state(&self, g: usize) -> usize {
+        let grp = &self.groups[g];
+        let mut state = if gt(grp.s, self.v) { IR } else { ER };
+        let mask = mask_from(self.bitmaps[ER], g);
+        if mask != 0 {
+            let next = mask.trailing_zeros() as usize;
+            if gt(grp.f, self.groups[next].f) {
+                state |= EB;
+            }
+        }
+        state
+    }
+
+    fn move_groups(&mut self, mask: u64, src: usize, dst: usize) {
+        let tmp = self.bitmaps[src] & mask;
+        self.bitmaps[dst] |= tmp;
+        self.bitmaps[src] &= !tmp;
+    }
+
+    fn unblock_groups(&mut self, index: usize, old_finish: u64) {
+        let mask = mask_from(self.bitmaps[ER], index + 1);
+        if mask != 0 {
+            let next = mask.trailing_zeros() as usize;
+            if !gt(self.groups[next].f, old_finish) {
+                return;
+            }
+        }
+        let mask = (1u64 << index) - 1;
+        self.move_groups(mask, EB, ER);
+        self.move_groups(mask, IB, IR);
+    }
+
+    fn make_eligible(&mut self, old_v: u64) {
+        let vslot = self.v >> MIN_SLOT_SHIFT;
+        let old_vslot = old_v >> MIN_SLOT_SHIFT;
+        if vslot != old_vslot {
+            let fls = 63 - (vslot ^ old_vslot).leading_zeros();
+            let mask = if fls >= 63 { u64::MAX } else { (2u64 << fls) - 1 };
+            self.move_groups(mask, IR, ER);
+            self.move_groups(mask, IB, EB);
+        }
+    }
+
+    fn slot_insert(&mut self, g: usize, c: usize, rounded_s: u64) {
+        let grp = &mut self.groups[g];
+        let slot = (rounded_s.wrapping_sub(grp.s) >> grp.slot_shift).min(SLOTS as u64 - 1) as usize;
+        let i = (grp.front + slot) % SLOTS;
+        self.classes[c].next = grp.slots[i];
+        grp.slots[i] = c as u32;
+        grp.full_slots |= 1 << slot;
+    }
+
+    fn front_slot_remove(&mut self, g: usize) {
+        let grp = &mut self.groups[g];
+        let head = grp.slots[grp.front] as usize;
+        grp.slots[grp.front] = self.classes[head].next;
+        self.classes[head].next = NONE;
+        if grp.slots[grp.front] == NONE {
+            grp.full_slots &= !1;
+        }
+    }
+
+    fn slot_scan(&mut self, g: usize) -> Option<usize> {
+        let grp = &mut self.groups[g];
+        if grp.full_slots == 0 {
+            return None;
+        }
+        let i = grp.full_slots.trailing_zeros() as usize;
+        if i > 0 {
+            grp.front = (grp.front + i) % SLOTS;
+            grp.full_slots >>= i;
+        }
+        Some(grp.slots[grp.front] as usize)
+    }
+
+    fn slot_rotate(&mut self, g: usize, rounded_s: u64) {
+        let grp = &mut self.groups[g];
+        let want = (grp.s.wrapping_sub(rounded_s) >> grp.slot_shift) as usize;
+        // Never shift occupied buckets out of the list (cannot happen within the paper's bounds).
+        let i = want.min(grp.full_slots.leading_zeros() as usize).min(SLOTS - 1);
+        grp.full_slots <<= i;
+        grp.front = (grp.front + SLOTS - i) % SLOTS;
+    }
+
+    fn update_start(&mut self, c: usize) {
+        let g = self.classes[c].grp;
+        let shift = self.groups[g].slot_shift;
+        let cf = self.classes[c].f;
+        let rounded_f = round_down(cf, shift);
+        let limit = round_down(self.v, shift).wrapping_add(1 << shift);
+        let s = if !gt(cf, self.v) || gt(rounded_f, limit) {
+            let mask = mask_from(self.bitmaps[ER], g);
+            let next_f = (mask != 0).then(|| self.groups[mask.trailing_zeros() as usize].f);
+            match next_f {
+                Some(nf) if gt(rounded_f, nf) => {
+                    if gt(limit, nf) {
+                        nf
+                    } else {
+                        limit
+                    }
+                }
+                _ => self.v,
+            }
+        } else {
+            cf
+        };
+        self.classes[c].s = s;
+    }
+
+    /// Advances the served class; true when the group's front changed.
+    fn update_class(&mut self, g: usize, c: usize) -> bool {
+        let cl = &mut self.classes[c];
+        cl.s = cl.f;
+        match cl.q.head_bytes() {
+            None => {
+                self.front_slot_remove(g);
+            }
+            Some(len) => {
+                cl.f = cl.s.wrapping_add(u64::from(len).wrapping_mul(cl.inv_w));
+                let rounded_s = round_down(cl.s, self.groups[g].slot_shift);
+                if rounded_s == self.groups[g].s {
+                    return false;
+                }
+                self.front_slot_remove(g);
+                self.slot_insert(g, c, rounded_s);
+            }
+        }
+        true
+    }
+
+    /// When nothing is eligible and ready: jump V to the smallest group start and release groups.
+    fn make_something_eligible(&mut self) {
+        let inel = self.bitmaps[IR] | self.bitmaps[IB];
+        if inel != 0 {
+            let mut bits = inel;
+            let mut min_s = None::<u64>;
+            while bits != 0 {
+                let g = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let s = self.groups[g].s;
+                if min_s.map_or(true, |m| gt(m, s)) {
+                    min_s = Some(s);
+                }
+            }
+            if let Some(s) = min_s {
+                if gt(s, self.v) {
+                    self.v = s;
+                }
+            }
+            let mut bits = inel;
+            while bits != 0 {
+                let g = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if !gt(self.groups[g].s, self.v) {
+                    let m = 1u64 << g;
+                    self.bitmaps[IR] &= !m;
+                    self.bitmaps[IB] &= !m;
+                    self.bitmaps[EB] |= m;
+                }
+            }
+        }
+        // With no eligible-ready group nothing can block: every eligible group becomes ready.
+        self.bitmaps[ER] |= self.bitmaps[EB];
+        self.bitmaps[EB] = 0;
+    }
+}
+
+impl<T: Copy> Policy<T> for Qfq<T> {
+    fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
+        let c = flow_index(&msg, self.classes.len())?;
+        let was_idle = self.classes[c].q.msgs.is_empty();
+        self.classes[c].q.msgs.push_back(Pending::of(&msg));
+        self.messages += 1;
+        self.packets += u64::from(msg.packets);
+        if !was_idle {
+            return Ok(());
+        }
+        let g = self.classes[c].grp;
+        self.update_start(c);
+        let cl = &mut self.classes[c];
+        cl.f = cl.s.wrapping_add(u64::from(msg.packet_bytes).wrapping_mul(cl.inv_w));
+        let shift = self.groups[g].slot_shift;
+        let rounded_s = round_down(cl.s, shift);
+        let cs = cl.s;
+        let skip = if self.groups[g].full_slots != 0 {
+            if !gt(self.groups[g].s, cs) {
+                true
+            } else {
+                self.slot_rotate(g, rounded_s);
+                self.bitmaps[IR] &= !(1 << g);
+                self.bitmaps[IB] &= !(1 << g);
+                false
+            }
+        } else {
+            if self.bitmaps[ER] == 0 && gt(rounded_s, self.v) {
+                self.v = rounded_s;
+            }
+            false
+        };
+        if !skip {
+            let grp = &mut self.groups[g];
+            grp.s = rounded_s;
+            grp.f = rounded_s.wrapping_add(2u64 << shift);
+            let st = self.calc_state(g);
+            self.bitmaps[st] |= 1 << g;
+        }
+        self.slot_insert(g, c, rounded_s);
+        Ok(())
+    }
+
+    fn dequeue(&mut self) -> Option<Packet<T>> {
+        if self.packets == 0 {
+            return None;
+        }
+        if self.bitmaps[ER] == 0 {
+            self.make_something_eligible();
+        }
+        let g = self.bitmaps[ER].trailing_zeros() as usize;
+        let c = self.groups[g].slots[self.groups[g].front] as usize;
+        let p = self.classes[c].q.take();
+        if p.last {
+            self.messages -= 1;
+        }
+        self.packets -= 1;
+        let old_v = self.v;
+        self.v = self.v.wrapping_add(u64::from(p.bytes).wrapping_mul(self.iwsum));
+        if self.update_class(g, c) {
+            let old_f = self.groups[g].f;
+            match self.slot_scan(g) {
+                None => self.bitmaps[ER] &= !(1 << g),
+                Some(next) => {
+                    let rounded_s = round_down(self.classes[next].s, self.groups[g].slot_shift);
+                    if self.groups[g].s != rounded_s {
+                        let grp = &mut self.groups[g];
+                        grp.s = rounded_s;
+                        grp.f = rounded_s.wrapping_add(2u64 << grp.slot_shift);
+                        self.bitmaps[ER] &= !(1 << g);
+                        let st = self.calc_state(g);
+                        self.bitmaps[st] |= 1 << g;
+                    }
+                }
+            }
+            self.unblock_groups(g, old_f);
+        }
+        self.make_eligible(old_v);
+        Some(p)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.packets == 0
+    }
+    fn queued_messages(&self) -> usize {
+        self.messages
+    }
+    fn queued_packets(&self) -> u64 {
+        self.packets
+    }
+    fn label(&self) -> String {
+        "QFQ".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::drain;
+
+    #[test]
+    fn group_index_is_log2_of_slot_size() {
+        // 1500 bytes at weight 1: 1500 * 2^30 >> 22 = 1500 * 256 = 384000 -> 2^19 = 524288 > 384000.
+        assert_eq!(group_index(ONE_FP, 1500), 19);
+        assert_eq!(group_index(ONE_FP, 1024), 18); // exact power of two stays in its group
+        assert!(group_index(ONE_FP / 100, 1500) < group_index(ONE_FP, 1500));
+    }
+
+    #[test]
+    fn weights_three_to_one_share_the_outlet() {
+        let mut q = Qfq::new(&[FlowWeight::new(3, 1500), FlowWeight::new(1, 1500)]);
+        for _ in 0..400 {
+            q.enqueue(Message::new('a', 0, 1).with_bytes(1500)).unwrap();
+            q.enqueue(Message::new('b', 1, 1).with_bytes(1500)).unwrap();
+        }
+        let s: String = (0..400).map(|_| q.dequeue().unwrap().item).collect();
+        let a = s.matches('a').count();
+        assert!((290..=310).contains(&a), "a got {a} of 400");
+    }
+
+    #[test]
+    fn drains_everything_and_refuses_unknown_flows() {
+        let mut q = Qfq::new(&[FlowWeight::new(1, 64), FlowWeight::new(10, 1500), FlowWeight::new(2, 9000)]);
+        for i in 0..30u32 {
+            q.enqueue(Message::new(i, i % 3, 1 + i % 4).with_bytes(60 + 40 * i)).unwrap();
+        }
+        let out = drain(&mut q);
+        assert_eq!(out.len(), (0..30u32).map(|i| 1 + i % 4).sum::<u32>() as usize);
+        assert_eq!(out.iter().filter(|x| x.1).count(), 30);
+        assert_eq!(q.enqueue(Message::new(0, 3, 1)), Err(PolicyError::UnknownFlow { flow: 3, flows: 3 }));
+    }
+}
