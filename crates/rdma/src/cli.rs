@@ -1,7 +1,387 @@
-//! Command-line entry point (being built; see the issue tracker).
+//! `schedlab rdma`: the benchmark (`schedlab rdma [SERVER] [options]`, the seed's `write_bw`
+//! options) and the two-flow analysis (`schedlab rdma share A.txt B.txt`).
+
 use std::ffi::OsString;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+
+use schedlab_report::export::{write_json, Csv};
+use schedlab_report::plot::LineChart;
+
+use crate::backend::BackendKind;
+use crate::bench::{self, BenchConfig, BenchError, RunResult};
+use crate::record;
+use crate::share::{self, FlowInput, ShareError, ShareReport};
+use crate::types::{MsgSize, Op, PollMode};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum BackendArg {
+    /// libibverbs (needs an RDMA device and a build with the rdma-verbs feature)
+    Verbs,
+    /// the same work-request/completion semantics over TCP (any machine; output labelled EMULATED)
+    Emulated,
+}
+
+const BENCH_EXAMPLES: &str = "\
+Examples (the seed's two elephant flows; run the servers first):
+  receiver:  schedlab rdma -F -e -s 1000000000 -n 1000 -O 0
+             schedlab rdma -F -e -s 1000000 -n 1000000 -O 0 -p 8888
+  sender:    schedlab rdma RECEIVER_IP -F -s 1000000000 -n 1000 -e -O 0 -o out_A.txt > result_A.txt
+             schedlab rdma RECEIVER_IP -F -s 1000000 -n 1000000 -e -O 0 -p 8888 -o out_B.txt > result_B.txt
+  analysis:  schedlab rdma share out_A.txt out_B.txt --window 40ms --svg share.svg
+Without an RDMA device add --backend emulated to every benchmark command.";
+
+/// perftest-style RDMA flow benchmark with per-message timestamps.
+#[derive(Debug, Parser)]
+#[command(name = "schedlab rdma", after_help = BENCH_EXAMPLES)]
+struct BenchArgs {
+    /// Server address to connect to; without it this end is the server and waits for one client
+    server: Option<String>,
+    /// Accepted for the seed's command lines: timestamps come from the monotonic clock, so no
+    /// CPU-frequency check is needed
+    #[arg(short = 'F')]
+    ignore_cpu_freq: bool,
+    /// Operation: 0 = WRITE, 1 = READ, 2 = WRITE_IMM, 3 = SEND
+    #[arg(short = 'O', default_value = "0", value_parser = parse_op)]
+    op: Op,
+    /// Event-triggered completion polling (default: busy polling)
+    #[arg(short = 'e')]
+    events: bool,
+    /// Bytes per message (suffixes K, M, G allowed)
+    #[arg(short = 's', default_value = "65536", value_parser = parse_size)]
+    size: MsgSize,
+    /// Number of messages
+    #[arg(short = 'n', default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+    count: u64,
+    /// TCP port of the connection setup
+    #[arg(short = 'p', default_value_t = 18515)]
+    port: u16,
+    /// Per-message file: Task_cnt, completion time (us since start), latency (us)
+    #[arg(short = 'o')]
+    out: Option<PathBuf>,
+    /// Receives kept posted at the receiver for SEND and WRITE_IMM
+    #[arg(short = 't', default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    depth: u32,
+    /// RDMA device name (default: the first one)
+    #[arg(short = 'd')]
+    device: Option<String>,
+    /// Device port
+    #[arg(short = 'i', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    ib_port: u8,
+    /// GID index (RoCE)
+    #[arg(short = 'x', default_value_t = 0)]
+    gid_index: u32,
+    /// Which backend runs the queue pair
+    #[arg(long, value_enum, default_value = "verbs")]
+    backend: BackendArg,
+    /// Address the server listens on
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: IpAddr,
+    /// Longest wait in seconds for connection setup or any one completion
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+    /// Also write the result (with machine and thread facts) as JSON
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// How two concurrent flows shared the link (the seed's method, and more).
+#[derive(Debug, Parser)]
+#[command(name = "schedlab rdma share")]
+struct ShareArgs {
+    /// First flow's -o file
+    a: PathBuf,
+    /// Second flow's -o file
+    b: PathBuf,
+    /// Bytes per message of flow A (default: from the file's schedlab header)
+    #[arg(long, value_parser = parse_size)]
+    size_a: Option<MsgSize>,
+    /// Bytes per message of flow B
+    #[arg(long, value_parser = parse_size)]
+    size_b: Option<MsgSize>,
+    /// Messages flow A was asked for (default: from the header; only reported)
+    #[arg(long)]
+    count_a: Option<u64>,
+    /// Messages flow B was asked for
+    #[arg(long)]
+    count_b: Option<u64>,
+    /// Window of the throughput-over-time series (us, ms or s; a bare number is ms)
+    #[arg(long, default_value = "40ms", value_parser = parse_window_us)]
+    window: f64,
+    /// Write the analysis as JSON
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the windowed throughput as CSV
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write an SVG plot of both flows' throughput over time
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+fn parse_op(s: &str) -> Result<Op, String> {
+    s.parse().map_err(|e: crate::types::ParseError| e.to_string())
+}
+
+fn parse_size(s: &str) -> Result<MsgSize, String> {
+    s.parse().map_err(|e: crate::types::ParseError| e.to_string())
+}
+
+/// A window length in microseconds: `40ms`, `500us`, `1s`, or a bare number of milliseconds.
+fn parse_window_us(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        (t, 1e3)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * mult),
+        _ => Err(format!("'{s}' is not a positive duration (examples: 40ms, 500us, 1s)")),
+    }
+}
 
 /// Runs the command; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> anyhow::Result<i32> {
-    anyhow::bail!("'{}' is not available in this build yet", args[0].to_string_lossy())
+pub fn main(args: Vec<OsString>) -> Result<i32> {
+    if args.get(1).is_some_and(|a| a == "share") {
+        let rest: Vec<OsString> = std::iter::once(OsString::from("schedlab rdma share")).chain(args.into_iter().skip(2)).collect();
+        return match ShareArgs::try_parse_from(rest) {
+            Ok(a) => run_share(&a, &mut std::io::stdout().lock()).map(|()| 0),
+            Err(e) => clap_exit(e),
+        };
+    }
+    match BenchArgs::try_parse_from(args) {
+        Ok(a) => run_bench(&a),
+        Err(e) => clap_exit(e),
+    }
+}
+
+fn clap_exit(e: clap::Error) -> Result<i32> {
+    let code = e.exit_code();
+    let _ = e.print();
+    Ok(code)
+}
+
+fn bench_config(a: &BenchArgs) -> Result<BenchConfig> {
+    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
+        bail!("--timeout must be a positive number of seconds (got {})", a.timeout);
+    }
+    if a.server.is_none() && a.out.is_some() {
+        bail!("-o records the sender's completions: give it on the client (the command with the server address)");
+    }
+    Ok(BenchConfig {
+        server: a.server.clone(),
+        bind: a.bind,
+        port: a.port,
+        op: a.op,
+        size: a.size,
+        count: a.count,
+        depth: a.depth,
+        poll: if a.events { PollMode::Event } else { PollMode::Busy },
+        backend: match a.backend {
+            BackendArg::Verbs => BackendKind::Verbs,
+            BackendArg::Emulated => BackendKind::Emulated,
+        },
+        device: a.device.clone(),
+        ib_port: a.ib_port,
+        gid_index: a.gid_index,
+        timeout: Duration::from_secs_f64(a.timeout),
+    })
+}
+
+fn run_bench(a: &BenchArgs) -> Result<i32> {
+    let cfg = bench_config(a)?;
+    // Ctrl-C stops the run and keeps what was measured (the handler can only be set once).
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = match &cfg.server {
+        Some(_) => bench::run_client(&cfg, &mut out, &STOP),
+        None => {
+            let listener = bench::listen(&cfg)?;
+            let addr = listener.local_addr().context("reading the listening address")?;
+            let p = if cfg.backend == BackendKind::Emulated { "[EMULATED] " } else { "" };
+            writeln!(out, "{p} Waiting for client to connect on {addr} ...")?;
+            out.flush()?;
+            bench::serve(&cfg, &listener, &mut out, &STOP)
+        }
+    };
+    let res = match result {
+        Ok(r) => r,
+        Err(BenchError::Interrupted) => bail!("interrupted before the transfer started"),
+        Err(e) => return Err(e.into()),
+    };
+    finish(a, &res, &mut out)?;
+    Ok(if res.interrupted { 130 } else { 0 })
+}
+
+fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
+    if let Some(path) = &a.out {
+        record::save(path, Some(&res.meta()), &res.records)?;
+    }
+    if let Some(path) = &a.json {
+        write_json(path, res)?;
+    }
+    res.print(out)?;
+    Ok(())
+}
+
+/// One flow from its file and the options that override or complete its header.
+fn flow_input(name: char, path: &Path, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
+    let f = record::load(path)?;
+    let meta = f.meta.clone().unwrap_or_default();
+    let lower = name.to_ascii_lowercase();
+    let conflict = |opt: &'static str, given: u64, header: u64| ShareError::Conflict { flow: name, opt, given, header };
+    let bytes = match (size.map(|s| u64::from(s.bytes())), meta.bytes) {
+        (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "size-a" } else { "size-b" }, g, h).into()),
+        (Some(g), _) => g,
+        (None, Some(h)) => h,
+        (None, None) => return Err(ShareError::NoSize { flow: name, lower }.into()),
+    };
+    let count = match (count, meta.count) {
+        (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "count-a" } else { "count-b" }, g, h).into()),
+        (g, h) => g.or(h),
+    };
+    Ok(FlowInput { name, source: path.display().to_string(), backend: meta.backend, bytes_per_msg: bytes, count, records: f.records })
+}
+
+#[derive(Serialize)]
+struct ShareJson<'a> {
+    /// `EMULATED` if either flow was emulated, else the common backend or `unknown`.
+    backend: String,
+    #[serde(flatten)]
+    report: &'a ShareReport,
+}
+
+fn overall_backend(r: &ShareReport) -> String {
+    let b: Vec<&str> = r.flows.iter().map(|f| f.backend.as_str()).collect();
+    if b.contains(&"EMULATED") {
+        "EMULATED".into()
+    } else if b[0] == b[1] {
+        b[0].into()
+    } else {
+        "mixed".into()
+    }
+}
+
+fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
+    let fa = flow_input('A', &a.a, a.size_a, a.count_a)?;
+    let fb = flow_input('B', &a.b, a.size_b, a.count_b)?;
+    let r = share::analyse(&fa, &fb, a.window)?;
+    let backend = overall_backend(&r);
+    let p = if backend == "EMULATED" { "[EMULATED] " } else { "" };
+    for f in &r.flows {
+        let of = f.count.map(|c| format!("/{c}")).unwrap_or_default();
+        let when = if f.finished_first { "finished first" } else { "at that moment" };
+        writeln!(
+            out,
+            "{p}flow {}: {} [{}] {when}: {} B x {}{of} msgs x 8 / {:.6} s = {:.3} Gbps",
+            f.name,
+            f.source,
+            f.backend,
+            f.bytes_per_msg,
+            f.completed_at_cut,
+            f.cut_time_us / 1e6,
+            f.gbps
+        )?;
+        if f.incomplete {
+            writeln!(out, "{p}  note: flow {} stopped before its last message (interrupted run?)", f.name)?;
+        }
+    }
+    writeln!(out, "{p}Jain's fairness index: {:.4} (1 = equal shares, 0.5 = one flow had it all)", r.jain)?;
+    for f in &r.flows {
+        writeln!(out, "{p}latency {} [us]: {}", f.name, f.lat_us.line(""))?;
+    }
+    let wms = r.window_us / 1e3;
+    if r.windows.len() <= 40 {
+        writeln!(out, "{p}throughput over time ({wms} ms windows):")?;
+        writeln!(out, "{p}  {:>10} {:>10} {:>10} {:>8}", "start_ms", "A_gbps", "B_gbps", "jain")?;
+        for w in &r.windows {
+            writeln!(out, "{p}  {:>10.3} {:>10.3} {:>10.3} {:>8.4}", w.start_ms, w.a_gbps, w.b_gbps, w.jain)?;
+        }
+    } else {
+        writeln!(out, "{p}throughput over time: {} windows of {wms} ms (see --csv, --json or --svg)", r.windows.len())?;
+    }
+    if let Some(path) = &a.json {
+        write_json(path, &ShareJson { backend: backend.clone(), report: &r })?;
+    }
+    if let Some(path) = &a.csv {
+        let mut c = Csv::create(path, &["start_ms", "end_ms", "a_gbps", "b_gbps", "jain", "backend"])?;
+        for w in &r.windows {
+            c.row(&[
+                format!("{}", w.start_ms),
+                format!("{}", w.end_ms),
+                format!("{:.6}", w.a_gbps),
+                format!("{:.6}", w.b_gbps),
+                format!("{:.6}", w.jain),
+                backend.clone(),
+            ])?;
+        }
+        c.finish()?;
+    }
+    if let Some(path) = &a.svg {
+        let label = if p.is_empty() { String::new() } else { format!(" [{backend}]") };
+        let mut chart = LineChart::new(&format!("Two-flow throughput, {wms} ms windows{label}"), "time (ms)", "throughput (Gbps)");
+        for (i, f) in r.flows.iter().enumerate() {
+            let pts = r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, if i == 0 { w.a_gbps } else { w.b_gbps })).collect();
+            chart.add(&format!("{} ({} B msgs)", f.name, f.bytes_per_msg), pts);
+        }
+        chart.write(path)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_parse_with_units() {
+        assert_eq!(parse_window_us("40ms"), Ok(40_000.0));
+        assert_eq!(parse_window_us("500us"), Ok(500.0));
+        assert_eq!(parse_window_us("2s"), Ok(2e6));
+        assert_eq!(parse_window_us("40"), Ok(40_000.0));
+        assert!(parse_window_us("0ms").is_err());
+        assert!(parse_window_us("fast").is_err());
+    }
+
+    #[test]
+    fn seed_command_lines_parse() {
+        let srv = BenchArgs::try_parse_from(["rdma", "-F", "-e", "-s", "1000000000", "-n", "1000", "-O", "0"]).unwrap();
+        assert!(srv.server.is_none() && srv.events && srv.ignore_cpu_freq);
+        assert_eq!((srv.size.bytes(), srv.count, srv.op, srv.port), (1_000_000_000, 1000, Op::Write, 18515));
+        let cli = BenchArgs::try_parse_from([
+            "rdma", "10.0.0.2", "-F", "-s", "1000000", "-n", "1000000", "-e", "-O", "0", "-p", "8888", "-o", "out_B.txt",
+        ])
+        .unwrap();
+        assert_eq!(cli.server.as_deref(), Some("10.0.0.2"));
+        assert_eq!((cli.port, cli.out.as_deref()), (8888, Some(Path::new("out_B.txt"))));
+        let perftest = BenchArgs::try_parse_from(["rdma", "-d", "mlx5_0", "-i", "2", "-x", "3", "-t", "64", "-O", "3"]).unwrap();
+        assert_eq!((perftest.device.as_deref(), perftest.ib_port, perftest.gid_index, perftest.depth), (Some("mlx5_0"), 2, 3, 64));
+        assert_eq!(perftest.op, Op::Send);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        for bad in [["rdma", "-O", "4"], ["rdma", "-s", "0"], ["rdma", "-n", "0"], ["rdma", "-t", "0"]] {
+            assert!(BenchArgs::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+        let e = BenchArgs::try_parse_from(["rdma", "-O", "7"]).unwrap_err().to_string();
+        assert!(e.contains("unknown RDMA operation '7'"), "{e}");
+        let a = BenchArgs::try_parse_from(["rdma", "-o", "x.txt"]).unwrap();
+        assert!(bench_config(&a).unwrap_err().to_string().contains("-o records the sender"));
+    }
 }

@@ -1,0 +1,304 @@
+//! The per-message file written by `-o` and read by `schedlab rdma share`.
+//!
+//! Format (the original's, byte for byte after the first line):
+//! ```text
+//! # schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=1000 poll=event
+//! Task_cnt\tTime(us)\t\tLatency
+//! 1\t\t12.34\t\t12.30
+//! ```
+//! - The first line is schedlab's addition: which backend produced the file (so an emulated run can
+//!   never pass for a real one), the operation, the message size and the message count. The
+//!   original files have no such line; the reader accepts them and the sizes then come from the
+//!   command line.
+//! - `Task_cnt` is the number of messages completed including this one (1-based). Files that count
+//!   from 0 are recognised by their first line and shifted.
+//! - `Time(us)` is the completion time since the start of the transfer, `Latency` the completion
+//!   time minus the post time, both in microseconds with two decimals.
+
+use std::fmt;
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use thiserror::Error;
+
+/// The original header line.
+pub const HEADER: &str = "Task_cnt\tTime(us)\t\tLatency";
+const META_TAG: &str = "# schedlab-rdma";
+
+/// One completed message.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MsgRecord {
+    /// Messages completed including this one.
+    pub completed: u64,
+    /// Completion time since the start of the transfer, µs.
+    pub time_us: f64,
+    /// Completion minus post time, µs.
+    pub lat_us: f64,
+}
+
+/// What the schedlab header line says about a flow.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FlowMeta {
+    /// `EMULATED` or `VERBS`.
+    pub backend: Option<String>,
+    pub op: Option<String>,
+    pub bytes: Option<u64>,
+    pub count: Option<u64>,
+    pub poll: Option<String>,
+}
+
+impl FlowMeta {
+    /// The header line.
+    pub fn line(&self) -> String {
+        let mut s = String::from(META_TAG);
+        let mut kv = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                s.push_str(&format!(" {k}={v}"));
+            }
+        };
+        kv("backend", self.backend.clone());
+        kv("op", self.op.clone());
+        kv("bytes", self.bytes.map(|b| b.to_string()));
+        kv("count", self.count.map(|b| b.to_string()));
+        kv("poll", self.poll.clone());
+        s
+    }
+}
+
+/// A flow file in memory.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowFile {
+    pub meta: Option<FlowMeta>,
+    pub records: Vec<MsgRecord>,
+}
+
+/// Which column a problem is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Header,
+    TaskCnt,
+    Time,
+    Latency,
+    Meta,
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Field::Header => "header",
+            Field::TaskCnt => "Task_cnt",
+            Field::Time => "Time(us)",
+            Field::Latency => "Latency",
+            Field::Meta => "schedlab header",
+        })
+    }
+}
+
+/// Errors reading a flow file.
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("{file}: {source}")]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{file}:{line}: field {field}: {msg}")]
+    Bad { file: PathBuf, line: usize, field: Field, msg: String },
+    #[error("{file}: no message lines (is this a `-o` file of schedlab rdma or write_bw?)")]
+    Empty { file: PathBuf },
+}
+
+/// Writes a whole file.
+pub fn write_flow<W: Write>(mut w: W, meta: Option<&FlowMeta>, records: &[MsgRecord]) -> io::Result<()> {
+    if let Some(m) = meta {
+        writeln!(w, "{}", m.line())?;
+    }
+    writeln!(w, "{HEADER}")?;
+    for r in records {
+        writeln!(w, "{}\t\t{:.2}\t\t{:.2}", r.completed, r.time_us, r.lat_us)?;
+    }
+    w.flush()
+}
+
+/// Writes a whole file to `path`.
+pub fn save(path: &Path, meta: Option<&FlowMeta>, records: &[MsgRecord]) -> Result<(), RecordError> {
+    let io = |source| RecordError::Io { file: path.to_path_buf(), source };
+    let f = std::fs::File::create(path).map_err(io)?;
+    write_flow(io::BufWriter::new(f), meta, records).map_err(io)
+}
+
+/// Reads a file from `path`.
+pub fn load(path: &Path) -> Result<FlowFile, RecordError> {
+    let f = std::fs::File::open(path).map_err(|source| RecordError::Io { file: path.to_path_buf(), source })?;
+    read_flow(io::BufReader::new(f), path)
+}
+
+fn parse_meta(text: &str, bad: &dyn Fn(Field, String) -> RecordError) -> Result<FlowMeta, RecordError> {
+    let mut m = FlowMeta::default();
+    for w in text.split_whitespace() {
+        let (k, v) = w.split_once('=').ok_or_else(|| bad(Field::Meta, format!("'{w}' is not key=value")))?;
+        let num = |v: &str| v.parse::<u64>().map_err(|_| bad(Field::Meta, format!("{k}='{v}' is not a whole number")));
+        match k {
+            "backend" => m.backend = Some(v.to_string()),
+            "op" => m.op = Some(v.to_string()),
+            "bytes" => m.bytes = Some(num(v)?).filter(|b| *b > 0),
+            "count" => m.count = Some(num(v)?),
+            "poll" => m.poll = Some(v.to_string()),
+            _ => {} // later additions are ignored by older readers
+        }
+    }
+    Ok(m)
+}
+
+/// Reads a file; `name` is used in error messages.
+pub fn read_flow<R: BufRead>(r: R, name: &Path) -> Result<FlowFile, RecordError> {
+    let mut out = FlowFile::default();
+    let mut seen_header = false;
+    let mut shift: Option<u64> = None;
+    for (i, line) in r.lines().enumerate() {
+        let lineno = i + 1;
+        let line = line.map_err(|source| RecordError::Io { file: name.to_path_buf(), source })?;
+        let bad = |field: Field, msg: String| RecordError::Bad { file: name.to_path_buf(), line: lineno, field, msg };
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix(META_TAG) {
+            if seen_header || out.meta.is_some() {
+                return Err(bad(Field::Meta, "the schedlab header must be the first line".into()));
+            }
+            out.meta = Some(parse_meta(rest, &bad)?);
+            continue;
+        }
+        if !seen_header {
+            let words: Vec<&str> = t.split_whitespace().collect();
+            if words != ["Task_cnt", "Time(us)", "Latency"] {
+                return Err(bad(Field::Header, format!("expected 'Task_cnt  Time(us)  Latency', found '{t}'")));
+            }
+            seen_header = true;
+            continue;
+        }
+        let mut cols = t.split_whitespace();
+        let mut next = |field: Field| cols.next().ok_or_else(|| bad(field, "missing".into()));
+        let cnt_s = next(Field::TaskCnt)?;
+        let time_s = next(Field::Time)?;
+        let lat_s = next(Field::Latency)?;
+        if let Some(extra) = cols.next() {
+            return Err(bad(Field::Latency, format!("unexpected extra column '{extra}'")));
+        }
+        let cnt: u64 = cnt_s.parse().map_err(|_| bad(Field::TaskCnt, format!("'{cnt_s}' is not a whole number")))?;
+        let num = |field: Field, s: &str| -> Result<f64, RecordError> {
+            let v: f64 = s.parse().map_err(|_| bad(field, format!("'{s}' is not a number")))?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(field, format!("'{s}' must be a finite, non-negative number of microseconds")));
+            }
+            Ok(v)
+        };
+        let time_us = num(Field::Time, time_s)?;
+        let lat_us = num(Field::Latency, lat_s)?;
+        let shift = *shift.get_or_insert(u64::from(cnt == 0));
+        let completed = cnt + shift;
+        if let Some(prev) = out.records.last() {
+            if completed <= prev.completed {
+                return Err(bad(Field::TaskCnt, format!("{cnt} does not increase (previous line had {})", prev.completed - shift)));
+            }
+            if time_us < prev.time_us {
+                return Err(bad(Field::Time, format!("{time_s} goes back in time (previous line had {:.2})", prev.time_us)));
+            }
+        }
+        out.records.push(MsgRecord { completed, time_us, lat_us });
+    }
+    if out.records.is_empty() {
+        return Err(RecordError::Empty { file: name.to_path_buf() });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read(s: &str) -> Result<FlowFile, RecordError> {
+        read_flow(s.as_bytes(), Path::new("f.txt"))
+    }
+
+    #[test]
+    fn writes_the_original_format() {
+        let recs = [
+            MsgRecord { completed: 1, time_us: 10.0, lat_us: 9.5 },
+            MsgRecord { completed: 2, time_us: 20.126, lat_us: 9.994 },
+        ];
+        let mut buf = Vec::new();
+        write_flow(&mut buf, None, &recs).unwrap();
+        assert_eq!(String::from_utf8(buf).unwrap(), "Task_cnt\tTime(us)\t\tLatency\n1\t\t10.00\t\t9.50\n2\t\t20.13\t\t9.99\n");
+    }
+
+    #[test]
+    fn round_trips_with_meta() {
+        let meta = FlowMeta {
+            backend: Some("EMULATED".into()),
+            op: Some("SEND".into()),
+            bytes: Some(4096),
+            count: Some(3),
+            poll: Some("event".into()),
+        };
+        let recs: Vec<MsgRecord> =
+            (1..=3).map(|i| MsgRecord { completed: i, time_us: i as f64 * 1.25, lat_us: 0.5 }).collect();
+        let mut buf = Vec::new();
+        write_flow(&mut buf, Some(&meta), &recs).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(text.starts_with("# schedlab-rdma backend=EMULATED op=SEND bytes=4096 count=3 poll=event\nTask_cnt"));
+        let back = read(&text).unwrap();
+        assert_eq!(back.meta, Some(meta));
+        assert_eq!(back.records, recs);
+    }
+
+    #[test]
+    fn reads_zero_based_original_files() {
+        let f = read("Task_cnt\tTime(us)\t\tLatency\n0\t\t5.00\t\t5.00\n1\t\t9.00\t\t4.00\n").unwrap();
+        assert_eq!(f.meta, None);
+        assert_eq!(f.records.iter().map(|r| r.completed).collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    #[test]
+    fn malformed_files_name_line_and_field() {
+        let cases = [
+            ("1\t\t2.0\t\t1.0\n", 1, "header"),
+            ("Task_cnt\tTime(us)\t\tLatency\n1\t\tx\t\t1.0\n", 2, "Time(us)"),
+            ("Task_cnt\tTime(us)\t\tLatency\n1\t\t2.0\n", 2, "Latency"),
+            ("Task_cnt\tTime(us)\t\tLatency\n1\t\t2.0\t\t1.0\n1\t\t3.0\t\t1.0\n", 3, "Task_cnt"),
+            ("Task_cnt\tTime(us)\t\tLatency\n1\t\t2.0\t\t1.0\n2\t\t1.0\t\t1.0\n", 3, "Time(us)"),
+            ("Task_cnt\tTime(us)\t\tLatency\n1\t\t2.0\t\t-1\n", 2, "Latency"),
+            ("Task_cnt\tTime(us)\t\tLatency\n-1\t\t2.0\t\t1\n", 2, "Task_cnt"),
+            ("# schedlab-rdma bytes=abc\nTask_cnt\tTime(us)\t\tLatency\n1 2 3\n", 1, "schedlab header"),
+            ("Task_cnt\tTime(us)\t\tLatency\n1\t\t2.0\t\t1.0\t\t7\n", 2, "Latency"),
+        ];
+        for (text, line, field) in cases {
+            let e = read(text).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("f.txt:{line}: field {field}:")), "{text:?} gave {e}");
+        }
+        assert!(matches!(read("Task_cnt\tTime(us)\t\tLatency\n\n"), Err(RecordError::Empty { .. })));
+        assert!(matches!(load(Path::new("/nonexistent/x.txt")), Err(RecordError::Io { .. })));
+    }
+
+    proptest! {
+        #[test]
+        fn any_increasing_flow_round_trips(steps in proptest::collection::vec((1u64..5, 0u32..100_000, 0u32..100_000), 1..200)) {
+            let mut recs = Vec::new();
+            let (mut n, mut t) = (0u64, 0u64);
+            for (dn, dt, lat) in steps {
+                n += dn;
+                t += u64::from(dt);
+                // Values with two decimals survive the text form exactly.
+                recs.push(MsgRecord { completed: n, time_us: t as f64 / 100.0, lat_us: f64::from(lat) / 100.0 });
+            }
+            let mut buf = Vec::new();
+            write_flow(&mut buf, None, &recs).unwrap();
+            let back = read_flow(&buf[..], Path::new("p")).unwrap();
+            prop_assert_eq!(back.records, recs);
+        }
+    }
+}
