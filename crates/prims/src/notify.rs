@@ -1,0 +1,244 @@
+//! `notify`: what waking another thread costs, on both sides.
+//!
+//! - Test A ([`NotifyTest::Receiver`]): the sender posts notifications as fast as it can; the
+//!   receiver waits in a loop. Rates on both sides and the receiver's number of wake-ups (one
+//!   `wait` may hand over several notifications, so wake-ups ≤ notifications).
+//! - Test B ([`NotifyTest::Sender`]): after each notification the sender waits until the receiver
+//!   has consumed it, then leaves a gap (busy-waited, so the sender itself never sleeps) for the
+//!   receiver to fall asleep again, so the receiver is asleep each time; every `notify` is
+//!   timed, and the receiver also records the latency from the sender's timestamp to its own
+//!   return from `wait` (the wake-up latency; same clock on both sides).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use schedlab_report::{Hist, Summary};
+use serde::Serialize;
+
+use crate::chan::{Mechanism, Notifier};
+use crate::clock::{current_cpu, now_ns, spin_until};
+use crate::place::{stop_requested, Gate, ThreadGot, ThreadRequest};
+use crate::PrimsError;
+
+/// Which test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyTest {
+    Receiver,
+    Sender,
+}
+
+/// What to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct NotifyConfig {
+    pub test: NotifyTest,
+    pub mechanism: Mechanism,
+    pub notifications: u64,
+    pub sender_cpu: Option<usize>,
+    pub receiver_cpu: Option<usize>,
+    /// Gap between two notifications in test B.
+    pub gap_ns: u64,
+    pub allow_degraded: bool,
+}
+
+/// Sender side.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SenderResult {
+    pub cpu_at_end: i32,
+    pub sent: u64,
+    pub duration_s: f64,
+    pub rate_ops_per_s: f64,
+    /// Test B: cost of one `notify` (includes one clock read).
+    pub cost_avg_ns: f64,
+    pub cost_ns: Summary,
+}
+
+/// Receiver side.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReceiverResult {
+    pub cpu_at_end: i32,
+    pub received: u64,
+    pub wakeups: u64,
+    pub duration_s: f64,
+    pub rate_ops_per_s: f64,
+    /// Test B: sender's timestamp before `notify` to the receiver's return from `wait`.
+    pub wake_latency_ns: Summary,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct NotifyRun {
+    pub config: NotifyConfig,
+    pub threads: Vec<ThreadGot>,
+    pub sender: SenderResult,
+    pub receiver: ReceiverResult,
+    pub interrupted: bool,
+}
+
+struct Shared {
+    ch: Box<dyn Notifier>,
+    /// How many notifications the receiver waits for (lowered if the sender stops early).
+    target: AtomicU64,
+    /// Test B: the sender's timestamp of the notification in flight.
+    sent_at: AtomicU64,
+    /// Notifications the receiver has consumed so far.
+    consumed: AtomicU64,
+}
+
+fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
+    let mut cost = Hist::new();
+    let mut cost_sum = 0u64;
+    let start = now_ns();
+    let mut sent = 0;
+    while sent < cfg.notifications {
+        if stop_requested() {
+            sh.target.store(sent, Ordering::SeqCst);
+            sh.ch.notify()?; // wakes the receiver so it can see the lowered target
+            break;
+        }
+        match cfg.test {
+            NotifyTest::Receiver => sh.ch.notify()?,
+            NotifyTest::Sender => {
+                let t0 = now_ns();
+                sh.sent_at.store(t0, Ordering::Release);
+                sh.ch.notify()?;
+                let t1 = now_ns();
+                cost.record(t1 - t0);
+                cost_sum += t1 - t0;
+                // Wait until the receiver has had this one, then give it the gap to fall asleep.
+                while sh.consumed.load(Ordering::Acquire) <= sent && !stop_requested() {
+                    std::hint::spin_loop();
+                }
+                spin_until(now_ns() + cfg.gap_ns);
+            }
+        }
+        sent += 1;
+    }
+    let dt = (now_ns() - start).max(1);
+    Ok(SenderResult {
+        cpu_at_end: current_cpu(),
+        sent,
+        duration_s: dt as f64 / 1e9,
+        rate_ops_per_s: sent as f64 * 1e9 / dt as f64,
+        cost_avg_ns: if cost.is_empty() { 0.0 } else { cost_sum as f64 / cost.len() as f64 },
+        cost_ns: cost.summary(1.0),
+    })
+}
+
+fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
+    let mut lat = Hist::new();
+    let start = now_ns();
+    let (mut received, mut wakeups) = (0u64, 0u64);
+    let mut end = start;
+    while received < sh.target.load(Ordering::SeqCst) {
+        let k = sh.ch.wait()?;
+        end = now_ns();
+        if test == NotifyTest::Sender {
+            lat.record(end.saturating_sub(sh.sent_at.load(Ordering::Acquire)));
+        }
+        received += k;
+        wakeups += 1;
+        sh.consumed.store(received, Ordering::Release);
+    }
+    let received = received.min(sh.target.load(Ordering::SeqCst));
+    let dt = (end - start).max(1);
+    Ok(ReceiverResult {
+        cpu_at_end: current_cpu(),
+        received,
+        wakeups,
+        duration_s: dt as f64 / 1e9,
+        rate_ops_per_s: received as f64 * 1e9 / dt as f64,
+        wake_latency_ns: lat.summary(1.0),
+    })
+}
+
+/// Runs the test (two threads). `Err(Degraded)` before measuring if pinning was refused.
+pub fn run(cfg: &NotifyConfig) -> Result<NotifyRun, PrimsError> {
+    if cfg.notifications == 0 {
+        return Err(PrimsError::BadInput("-n 0: at least one notification must be sent".into()));
+    }
+    let sh = Arc::new(Shared {
+        ch: cfg.mechanism.create()?,
+        target: AtomicU64::new(cfg.notifications),
+        sent_at: AtomicU64::new(0),
+        consumed: AtomicU64::new(0),
+    });
+    let gate = Arc::new(Gate::new(2, cfg.allow_degraded));
+    let spawn = |name: &str, f: Box<dyn FnOnce() -> Option<std::io::Result<Result1>> + Send>| {
+        std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| PrimsError::Os { what: "spawning a thread", err: e })
+    };
+    let (sh_r, gate_r, test) = (sh.clone(), gate.clone(), cfg.test);
+    let req_r = ThreadRequest { role: "receiver".into(), cpu: cfg.receiver_cpu, rt: None };
+    let rcv = spawn(
+        "notify-rcv",
+        Box::new(move || {
+            gate_r.enter(1, &req_r)?;
+            Some(receiver(&sh_r, test).map(Result1::Receiver))
+        }),
+    )?;
+    let (sh_s, gate_s, cfg_s) = (sh.clone(), gate.clone(), cfg.clone());
+    let req_s = ThreadRequest { role: "sender".into(), cpu: cfg.sender_cpu, rt: None };
+    let snd = spawn(
+        "notify-snd",
+        Box::new(move || {
+            gate_s.enter(0, &req_s)?;
+            let r = sender(&sh_s, &cfg_s);
+            if r.is_err() {
+                // The receiver must not wait for notifications that will never come.
+                sh_s.target.store(0, Ordering::SeqCst);
+                let _ = sh_s.ch.notify();
+            }
+            Some(r.map(Result1::Sender))
+        }),
+    )?;
+    let verdict = gate.verdict(&[]);
+    let join = |h: std::thread::JoinHandle<Option<std::io::Result<Result1>>>| {
+        h.join().map_err(|_| PrimsError::Worker("a notify thread panicked".into()))
+    };
+    let (s, r) = (join(snd)?, join(rcv)?);
+    let threads = verdict?;
+    let io = |e: std::io::Error| PrimsError::Os { what: "notification", err: e };
+    let (Some(s), Some(r)) = (s, r) else {
+        return Err(PrimsError::Worker("a notify thread did not run".into()));
+    };
+    let (Result1::Sender(sender), Result1::Receiver(receiver)) = (s.map_err(io)?, r.map_err(io)?) else {
+        return Err(PrimsError::Worker("notify threads mixed up".into()));
+    };
+    Ok(NotifyRun { config: cfg.clone(), threads, sender, receiver, interrupted: stop_requested() })
+}
+
+enum Result1 {
+    Sender(SenderResult),
+    Receiver(ReceiverResult),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(test: NotifyTest, m: Mechanism, n: u64) -> NotifyConfig {
+        NotifyConfig { test, mechanism: m, notifications: n, sender_cpu: None, receiver_cpu: None, gap_ns: 20_000, allow_degraded: false }
+    }
+
+    #[test]
+    fn receiver_test_conserves_notifications() {
+        for m in Mechanism::ALL {
+            let r = run(&cfg(NotifyTest::Receiver, m, 20_000)).unwrap();
+            assert_eq!(r.sender.sent, 20_000, "{m}");
+            assert_eq!(r.receiver.received, 20_000, "{m}");
+            assert!(r.receiver.wakeups >= 1 && r.receiver.wakeups <= 20_000, "{m}");
+            assert!(r.sender.rate_ops_per_s > 0.0 && r.receiver.rate_ops_per_s > 0.0);
+        }
+    }
+
+    #[test]
+    fn sender_test_times_every_notification() {
+        let r = run(&cfg(NotifyTest::Sender, Mechanism::Eventfd, 200)).unwrap();
+        assert_eq!(r.sender.cost_ns.count, 200);
+        assert!(r.sender.cost_avg_ns > 0.0);
+        assert_eq!(r.receiver.received, 200);
+        assert_eq!(r.receiver.wakeups, 200, "one wake-up per notification: the sender waits for each");
+        assert!(r.receiver.wake_latency_ns.count >= 1);
+        assert!(run(&cfg(NotifyTest::Sender, Mechanism::Eventfd, 0)).is_err());
+    }
+}

@@ -1,0 +1,258 @@
+//! Where each measuring thread was asked to run and what it actually got.
+//!
+//! A thread calls [`ThreadRequest::apply`] first thing: it pins itself and/or asks for a
+//! real-time policy, then reads back (from the kernel) its CPU, allowed CPUs, policy and
+//! priority. Anything asked for and not granted becomes a line in [`ThreadGot::degraded`]; the
+//! commands refuse to report such a run as if it were what was asked unless `--allow-degraded`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
+use serde::Serialize;
+
+use crate::PrimsError;
+
+/// Real-time policy request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RtRequest {
+    pub round_robin: bool,
+    pub priority: i32,
+}
+
+impl RtRequest {
+    /// The policy name asked for.
+    pub fn policy_name(&self) -> &'static str {
+        if self.round_robin {
+            "SCHED_RR"
+        } else {
+            "SCHED_FIFO"
+        }
+    }
+}
+
+/// What a thread asks for.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ThreadRequest {
+    /// Role in the benchmark (`worker #0`, `sender`, `marco 1`, ...).
+    pub role: String,
+    /// CPU to pin to; `None` leaves placement to the scheduler.
+    pub cpu: Option<usize>,
+    /// Real-time policy; `None` keeps the inherited (normally SCHED_OTHER) policy.
+    pub rt: Option<RtRequest>,
+}
+
+/// What a thread got, read back after asking.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadGot {
+    pub requested: ThreadRequest,
+    pub got: ThreadInfo,
+    /// Requests not granted, in words (empty when everything was granted).
+    pub degraded: Vec<String>,
+}
+
+impl ThreadRequest {
+    /// Applies the request to the calling thread and reads back what it got.
+    pub fn apply(&self) -> ThreadGot {
+        let mut degraded = Vec::new();
+        if let Some(cpu) = self.cpu {
+            if let Err(e) = machine::pin_current_thread(cpu) {
+                degraded.push(format!("{}: pinning to CPU {cpu} failed: {e}", self.role));
+            }
+        }
+        if let Some(rt) = self.rt {
+            if let Err(e) = machine::set_realtime(rt.round_robin, rt.priority) {
+                let hint = if e.raw_os_error() == Some(libc::EPERM) {
+                    " (needs root or CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least the priority)"
+                } else {
+                    ""
+                };
+                degraded.push(format!(
+                    "{}: {} priority {} not granted: {e}{hint}",
+                    self.role,
+                    rt.policy_name(),
+                    rt.priority
+                ));
+            }
+        }
+        let got = ThreadInfo::current();
+        // Read back: trust what the kernel says, not what the calls returned.
+        if let Some(cpu) = self.cpu {
+            if got.allowed_cpus != [cpu] && degraded.iter().all(|d| !d.contains("pinning")) {
+                degraded.push(format!("{}: asked for CPU {cpu}, may run on {:?}", self.role, got.allowed_cpus));
+            }
+        }
+        if let Some(rt) = self.rt {
+            let want = if rt.round_robin { SchedPolicy::SchedRr } else { SchedPolicy::SchedFifo };
+            if (got.policy != want || got.priority != rt.priority) && degraded.iter().all(|d| !d.contains("granted")) {
+                degraded.push(format!(
+                    "{}: asked for {} priority {}, got {} priority {}",
+                    self.role,
+                    rt.policy_name(),
+                    rt.priority,
+                    got.policy.name(),
+                    got.priority
+                ));
+            }
+        }
+        ThreadGot { requested: self.clone(), got, degraded }
+    }
+}
+
+/// Checks that every CPU asked for may be used by this process.
+pub fn check_cpus<'a>(cpus: impl IntoIterator<Item = (&'a str, usize)>) -> Result<(), PrimsError> {
+    let allowed = machine::online_cpus();
+    for (what, cpu) in cpus {
+        if !allowed.contains(&cpu) {
+            return Err(PrimsError::BadCpu { what: what.to_string(), cpu, allowed: format!("{allowed:?}") });
+        }
+    }
+    Ok(())
+}
+
+/// Result of asking for `mlockall(MCL_CURRENT | MCL_FUTURE)`.
+#[derive(Clone, Debug, Serialize)]
+pub struct MlockResult {
+    pub requested: bool,
+    pub locked: bool,
+    pub error: Option<String>,
+}
+
+/// Locks the process's memory when asked (so page faults do not land in the measurement).
+pub fn mlockall(requested: bool) -> MlockResult {
+    if !requested {
+        return MlockResult { requested, locked: false, error: None };
+    }
+    // SAFETY: plain syscall with constant flags.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc == 0 {
+        MlockResult { requested, locked: true, error: None }
+    } else {
+        let e = std::io::Error::last_os_error();
+        MlockResult {
+            requested,
+            locked: false,
+            error: Some(format!("mlockall failed: {e} (needs root/CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK)")),
+        }
+    }
+}
+
+/// Undoes [`mlockall`] (a run must not leave the process locked for a following one).
+pub fn munlockall(r: &MlockResult) {
+    if r.locked {
+        // SAFETY: plain syscall.
+        unsafe { libc::munlockall() };
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// True once Ctrl-C was pressed (after [`install_ctrlc`]): loops stop early and partial results
+/// are reported.
+#[inline]
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Makes Ctrl-C stop the measurement loops instead of killing the process (idempotent).
+pub fn install_ctrlc() {
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_is_read_back() {
+        let cpu = *machine::online_cpus().last().unwrap();
+        let got = std::thread::spawn(move || {
+            ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None }.apply()
+        })
+        .join()
+        .unwrap();
+        assert!(got.degraded.is_empty(), "{:?}", got.degraded);
+        assert_eq!(got.got.allowed_cpus, vec![cpu]);
+        assert_eq!(got.got.cpu as usize, cpu);
+    }
+
+    #[test]
+    fn impossible_cpu_is_reported_as_degraded() {
+        let got = std::thread::spawn(|| ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None }.apply())
+            .join()
+            .unwrap();
+        assert_eq!(got.degraded.len(), 1, "{:?}", got.degraded);
+        assert!(check_cpus([("-s", 4000)]).unwrap_err().to_string().contains("4000"));
+    }
+
+    #[test]
+    fn rt_request_matches_what_was_read_back() {
+        // Granted or not depends on privileges; either way the report must agree with the kernel.
+        let got = std::thread::spawn(|| {
+            ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) }
+                .apply()
+        })
+        .join()
+        .unwrap();
+        let granted = got.got.policy == SchedPolicy::SchedRr && got.got.priority == 1;
+        assert_eq!(granted, got.degraded.is_empty(), "{got:?}");
+    }
+}
+
+/// Start line shared by the measuring threads and the thread that launched them: every worker
+/// applies its request and reports; the launcher looks at all reports and either lets everyone
+/// start measuring or, when something asked for was refused and degraded runs are not allowed,
+/// sends everyone home before a single sample is taken.
+pub struct Gate {
+    barrier: std::sync::Barrier,
+    abort: AtomicBool,
+    gots: std::sync::Mutex<Vec<Option<ThreadGot>>>,
+    allow_degraded: bool,
+}
+
+impl Gate {
+    /// A gate for `workers` threads plus the launcher.
+    pub fn new(workers: usize, allow_degraded: bool) -> Gate {
+        Gate {
+            barrier: std::sync::Barrier::new(workers + 1),
+            abort: AtomicBool::new(false),
+            gots: std::sync::Mutex::new(vec![None; workers]),
+            allow_degraded,
+        }
+    }
+
+    /// Called by worker `index`: applies `req`, waits for the verdict. `None` means: do not measure.
+    pub fn enter(&self, index: usize, req: &ThreadRequest) -> Option<ThreadGot> {
+        let got = req.apply();
+        self.gots.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(got.clone());
+        self.barrier.wait();
+        self.barrier.wait();
+        if self.abort.load(Ordering::SeqCst) {
+            None
+        } else {
+            Some(got)
+        }
+    }
+
+    /// Called by the launcher once: waits for every worker's report and gives the verdict.
+    /// `extra` are degradations found outside the workers (e.g. mlockall).
+    pub fn verdict(&self, extra: &[String]) -> Result<Vec<ThreadGot>, PrimsError> {
+        self.barrier.wait();
+        let gots: Vec<ThreadGot> =
+            self.gots.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten().cloned().collect();
+        let mut degraded: Vec<String> = extra.to_vec();
+        degraded.extend(gots.iter().flat_map(|g| g.degraded.iter().cloned()));
+        let refuse = !degraded.is_empty() && !self.allow_degraded;
+        self.abort.store(refuse, Ordering::SeqCst);
+        self.barrier.wait();
+        if refuse {
+            Err(PrimsError::Degraded(degraded))
+        } else {
+            Ok(gots)
+        }
+    }
+}
+
+/// All degradation lines of a run.
+pub fn degraded_lines(gots: &[ThreadGot], extra: &[String]) -> Vec<String> {
+    extra.iter().cloned().chain(gots.iter().flat_map(|g| g.degraded.iter().cloned())).collect()
+}

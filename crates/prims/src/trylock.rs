@@ -1,0 +1,457 @@
+//! `trylock`: what a trylock costs when the lock is busy, and when threads pass it around.
+//!
+//! - Test A ([`TrylockTest::Busy`]): the launcher holds the lock for the whole run; every worker
+//!   calls `try_lock` in a tight loop. Only counts and a duration are taken (no per-operation
+//!   clock), so `1 / rate` is the busy cost with nothing added.
+//! - Test B ([`TrylockTest::Free`]): the lock starts free; each worker tries, and when it gets the
+//!   lock releases it at once, so the token moves between threads. Every try and every unlock is
+//!   timed with the clock on both sides; a busy try's sample also goes into a ring (the last
+//!   `ring` per thread) that `-o` dumps.
+//! - Ping-pong ([`TrylockTest::PingPong`]): two threads take strict turns (a thread that released
+//!   the lock waits until the other has had it). The same per-operation samples, in a pattern
+//!   with no luck in it: the cross-check for test B.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use schedlab_report::{Hist, Summary};
+use serde::Serialize;
+
+use crate::clock::{current_cpu, now_ns};
+use crate::locks::{LockKind, TryLock};
+use crate::place::{stop_requested, Gate, ThreadGot, ThreadRequest};
+use crate::PrimsError;
+
+/// Which test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrylockTest {
+    Busy,
+    Free,
+    PingPong,
+}
+
+/// What to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrylockConfig {
+    pub test: TrylockTest,
+    pub lock: LockKind,
+    pub threads: usize,
+    /// Operations (tries, or hand-overs in ping-pong) per thread.
+    pub ops_per_thread: u64,
+    /// CPU of the thread that allocates and first touches the lock (`-x`).
+    pub alloc_cpu: Option<usize>,
+    /// CPU for each worker (`None` = not pinned).
+    pub worker_cpus: Vec<Option<usize>>,
+    /// Busy samples kept per thread for `-o`.
+    pub ring: usize,
+    pub allow_degraded: bool,
+}
+
+/// One worker's figures. Costs are in nanoseconds and include one clock read (see the clock cost).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WorkerResult {
+    pub index: usize,
+    /// CPU the worker was running on when it finished.
+    pub cpu_at_end: i32,
+    pub duration_s: f64,
+    pub busy_samples: u64,
+    pub free_samples: u64,
+    pub post_samples: u64,
+    /// Tries per second (test A).
+    pub rate_ops_per_s: f64,
+    pub busy_avg_ns: f64,
+    pub free_avg_ns: f64,
+    pub post_avg_ns: f64,
+    pub busy_ns: Summary,
+    pub free_ns: Summary,
+    pub post_ns: Summary,
+    /// Histograms behind the summaries (ns), kept to merge threads.
+    #[serde(skip)]
+    pub hists: Option<Box<[Hist; 3]>>,
+    /// Last busy samples, oldest first (not in the JSON; `-o` writes them).
+    #[serde(skip)]
+    pub busy_ring: Vec<u32>,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrylockRun {
+    pub config: TrylockConfig,
+    /// CPU the lock was allocated on (read back), if `-x` was given.
+    pub alloc_cpu_got: Option<i32>,
+    pub threads: Vec<ThreadGot>,
+    pub workers: Vec<WorkerResult>,
+    pub interrupted: bool,
+}
+
+impl TrylockRun {
+    /// Sum of the workers' try rates (test A).
+    pub fn total_rate(&self) -> f64 {
+        self.workers.iter().map(|w| w.rate_ops_per_s).sum()
+    }
+    /// Busy, free and post distributions of all workers together (ns).
+    pub fn merged(&self) -> [Summary; 3] {
+        let mut all = [Hist::new(), Hist::new(), Hist::new()];
+        for h in self.workers.iter().filter_map(|w| w.hists.as_ref()) {
+            for (a, b) in all.iter_mut().zip(h.iter()) {
+                a.merge(b);
+            }
+        }
+        all.map(|h| h.summary(1.0))
+    }
+    /// Sample-weighted average busy / free / post cost over all workers, ns.
+    pub fn averages(&self) -> (f64, f64, f64) {
+        let avg = |n: fn(&WorkerResult) -> u64, a: fn(&WorkerResult) -> f64| {
+            let total: u64 = self.workers.iter().map(n).sum();
+            if total == 0 {
+                0.0
+            } else {
+                self.workers.iter().map(|w| a(w) * n(w) as f64).sum::<f64>() / total as f64
+            }
+        };
+        (
+            avg(|w| w.busy_samples, |w| w.busy_avg_ns),
+            avg(|w| w.free_samples, |w| w.free_avg_ns),
+            avg(|w| w.post_samples, |w| w.post_avg_ns),
+        )
+    }
+}
+
+/// A ring of the last `cap` samples.
+struct Ring {
+    buf: Vec<u32>,
+    next: usize,
+    wrapped: bool,
+}
+
+impl Ring {
+    fn new(cap: usize) -> Ring {
+        Ring { buf: Vec::with_capacity(cap), next: 0, wrapped: false }
+    }
+    #[inline]
+    fn push(&mut self, v: u64) {
+        let cap = self.buf.capacity();
+        if cap == 0 {
+            return;
+        }
+        let v = v.min(u32::MAX as u64) as u32;
+        if self.buf.len() < cap {
+            self.buf.push(v);
+        } else {
+            self.buf[self.next] = v;
+            self.wrapped = true;
+        }
+        self.next = (self.next + 1) % cap;
+    }
+    fn into_ordered(mut self) -> Vec<u32> {
+        if self.wrapped {
+            self.buf.rotate_left(self.next);
+        }
+        self.buf
+    }
+}
+
+/// Per-operation samples of one worker.
+struct Samples {
+    busy: Hist,
+    free: Hist,
+    post: Hist,
+    sums: [u64; 3],
+    ring: Ring,
+}
+
+impl Samples {
+    fn new(ring: usize) -> Samples {
+        Samples { busy: Hist::new(), free: Hist::new(), post: Hist::new(), sums: [0; 3], ring: Ring::new(ring) }
+    }
+    #[inline]
+    fn busy(&mut self, ns: u64) {
+        self.busy.record(ns);
+        self.sums[0] += ns;
+        self.ring.push(ns);
+    }
+    #[inline]
+    fn free(&mut self, ns: u64) {
+        self.free.record(ns);
+        self.sums[1] += ns;
+    }
+    #[inline]
+    fn post(&mut self, ns: u64) {
+        self.post.record(ns);
+        self.sums[2] += ns;
+    }
+    fn finish(self, index: usize, duration_ns: u64) -> WorkerResult {
+        let avg = |s: u64, h: &Hist| if h.is_empty() { 0.0 } else { s as f64 / h.len() as f64 };
+        WorkerResult {
+            index,
+            cpu_at_end: current_cpu(),
+            duration_s: duration_ns as f64 / 1e9,
+            busy_samples: self.busy.len(),
+            free_samples: self.free.len(),
+            post_samples: self.post.len(),
+            rate_ops_per_s: 0.0,
+            busy_avg_ns: avg(self.sums[0], &self.busy),
+            free_avg_ns: avg(self.sums[1], &self.free),
+            post_avg_ns: avg(self.sums[2], &self.post),
+            busy_ns: self.busy.summary(1.0),
+            free_ns: self.free.summary(1.0),
+            post_ns: self.post.summary(1.0),
+            hists: Some(Box::new([self.busy, self.free, self.post])),
+            busy_ring: self.ring.into_ordered(),
+        }
+    }
+}
+
+/// Test A: tight loop of tries on a lock someone else holds.
+fn busy_loop(lock: &dyn TryLock, ops: u64, index: usize) -> WorkerResult {
+    const CHUNK: u64 = 4096;
+    let (mut busy, mut free) = (0u64, 0u64);
+    let t0 = now_ns();
+    let mut done = 0;
+    while done < ops && !stop_requested() {
+        let n = CHUNK.min(ops - done);
+        for _ in 0..n {
+            if lock.try_lock() {
+                free += 1;
+                lock.unlock();
+            } else {
+                busy += 1;
+            }
+        }
+        done += n;
+    }
+    let dt = (now_ns() - t0).max(1);
+    WorkerResult {
+        index,
+        cpu_at_end: current_cpu(),
+        duration_s: dt as f64 / 1e9,
+        busy_samples: busy,
+        free_samples: free,
+        rate_ops_per_s: done as f64 * 1e9 / dt as f64,
+        ..Default::default()
+    }
+}
+
+/// Test B: tries and unlocks, each timed; the token wanders between threads.
+fn free_loop(lock: &dyn TryLock, ops: u64, index: usize, ring: usize) -> WorkerResult {
+    let mut s = Samples::new(ring);
+    let start = now_ns();
+    for i in 0..ops {
+        if i % 4096 == 0 && stop_requested() {
+            break;
+        }
+        let t0 = now_ns();
+        let ok = lock.try_lock();
+        let t1 = now_ns();
+        if ok {
+            s.free(t1 - t0);
+            let t2 = now_ns();
+            lock.unlock();
+            let t3 = now_ns();
+            s.post(t3 - t2);
+        } else {
+            s.busy(t1 - t0);
+        }
+    }
+    s.finish(index, now_ns() - start)
+}
+
+const NOBODY: u32 = u32::MAX;
+
+/// Ping-pong: strict alternation of two threads on the lock, `rounds` acquisitions each.
+fn pingpong_loop(lock: &dyn TryLock, owner: &AtomicU32, rounds: u64, me: u32, ring: usize) -> WorkerResult {
+    let mut s = Samples::new(ring);
+    let start = now_ns();
+    'rounds: for r in 0..rounds {
+        loop {
+            let t0 = now_ns();
+            let ok = lock.try_lock();
+            let t1 = now_ns();
+            if ok {
+                s.free(t1 - t0);
+                break;
+            }
+            s.busy(t1 - t0);
+            if stop_requested() {
+                break 'rounds;
+            }
+        }
+        owner.store(me, Ordering::Release);
+        let t2 = now_ns();
+        lock.unlock();
+        let t3 = now_ns();
+        s.post(t3 - t2);
+        if r + 1 == rounds {
+            break;
+        }
+        // Wait (without touching the lock) until the other thread has had its turn.
+        while owner.load(Ordering::Acquire) == me {
+            if stop_requested() {
+                // Let the peer run on: it may be waiting for our turn.
+                owner.store(NOBODY, Ordering::Release);
+                break 'rounds;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    s.finish(me as usize, now_ns() - start)
+}
+
+/// Validates a configuration before any thread is started.
+pub fn validate(cfg: &TrylockConfig) -> Result<(), PrimsError> {
+    if cfg.threads == 0 {
+        return Err(PrimsError::BadInput("-n 0: at least one thread is needed".into()));
+    }
+    if cfg.test == TrylockTest::PingPong && cfg.threads != 2 {
+        return Err(PrimsError::BadInput(format!(
+            "--pingpong passes the lock between exactly 2 threads; got -n {}",
+            cfg.threads
+        )));
+    }
+    if cfg.ops_per_thread == 0 {
+        return Err(PrimsError::BadInput("-t: the number of operations per thread must be above 0".into()));
+    }
+    if cfg.worker_cpus.len() != cfg.threads {
+        return Err(PrimsError::BadInput("internal: one CPU entry per thread is needed".into()));
+    }
+    Ok(())
+}
+
+/// Runs the test. Returns `Err(Degraded)` (before measuring) if pinning was refused and
+/// degraded runs are not allowed.
+pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
+    validate(cfg)?;
+    // The lock is allocated (and first written) by a thread on the `-x` CPU.
+    let kind = cfg.lock;
+    let (lock, alloc_cpu_got, mut extra) = match cfg.alloc_cpu {
+        Some(cpu) => {
+            let req = ThreadRequest { role: format!("lock allocator (-x {cpu})"), cpu: Some(cpu), rt: None };
+            let (lock, got) = std::thread::spawn(move || {
+                let got = req.apply();
+                (kind.create(), got)
+            })
+            .join()
+            .map_err(|_| PrimsError::Worker("lock allocator panicked".into()))?;
+            (lock?, Some(got.got.cpu), got.degraded)
+        }
+        None => (kind.create()?, None, Vec::new()),
+    };
+    let lock: Arc<dyn TryLock> = Arc::from(lock);
+    if cfg.test == TrylockTest::Busy && !lock.try_lock() {
+        return Err(PrimsError::Worker("could not take the fresh lock to make it busy".into()));
+    }
+    let gate = Arc::new(Gate::new(cfg.threads, cfg.allow_degraded));
+    let owner = Arc::new(AtomicU32::new(NOBODY));
+    let handles: Vec<_> = (0..cfg.threads)
+        .map(|i| {
+            let (lock, gate, owner) = (lock.clone(), gate.clone(), owner.clone());
+            let req = ThreadRequest { role: format!("thread #{i:02}"), cpu: cfg.worker_cpus[i], rt: None };
+            let (test, ops, ring) = (cfg.test, cfg.ops_per_thread, cfg.ring);
+            std::thread::Builder::new()
+                .name(format!("trylock-{i}"))
+                .spawn(move || {
+                    gate.enter(i, &req)?;
+                    Some(match test {
+                        TrylockTest::Busy => busy_loop(&*lock, ops, i),
+                        TrylockTest::Free => free_loop(&*lock, ops, i, ring),
+                        TrylockTest::PingPong => pingpong_loop(&*lock, &owner, ops, i as u32, ring),
+                    })
+                })
+                .map_err(|e| PrimsError::Os { what: "spawning a thread", err: e })
+        })
+        .collect::<Result<_, _>>()?;
+    let verdict = gate.verdict(&std::mem::take(&mut extra));
+    let mut workers = Vec::new();
+    for h in handles {
+        match h.join() {
+            Ok(Some(w)) => workers.push(w),
+            Ok(None) => {}
+            Err(_) => return Err(PrimsError::Worker("a trylock thread panicked".into())),
+        }
+    }
+    if cfg.test == TrylockTest::Busy {
+        lock.unlock();
+    }
+    let threads = verdict?;
+    Ok(TrylockRun { config: cfg.clone(), alloc_cpu_got, threads, workers, interrupted: stop_requested() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(test: TrylockTest, lock: LockKind, threads: usize, ops: u64) -> TrylockConfig {
+        TrylockConfig {
+            test,
+            lock,
+            threads,
+            ops_per_thread: ops,
+            alloc_cpu: None,
+            worker_cpus: vec![None; threads],
+            ring: 1000,
+            allow_degraded: false,
+        }
+    }
+
+    #[test]
+    fn busy_test_never_gets_the_lock() {
+        for k in LockKind::ALL {
+            let r = run(&cfg(TrylockTest::Busy, k, 2, 20_000)).unwrap();
+            assert_eq!(r.workers.len(), 2);
+            for w in &r.workers {
+                assert_eq!(w.busy_samples, 20_000, "{k}");
+                assert_eq!(w.free_samples, 0, "{k}");
+                assert!(w.rate_ops_per_s > 0.0);
+            }
+            assert!(r.total_rate() >= r.workers[0].rate_ops_per_s);
+        }
+    }
+
+    #[test]
+    fn free_test_accounts_for_every_try() {
+        let r = run(&cfg(TrylockTest::Free, LockKind::Sem, 2, 20_000)).unwrap();
+        for w in &r.workers {
+            assert_eq!(w.busy_samples + w.free_samples, 20_000);
+            assert_eq!(w.free_samples, w.post_samples, "every acquisition is released once");
+            assert!(w.busy_ring.len() as u64 == w.busy_samples.min(1000));
+            if w.free_samples > 0 {
+                assert!(w.free_avg_ns > 0.0 && w.free_ns.min <= w.free_avg_ns);
+            }
+        }
+        // One thread alone always finds the lock free.
+        let r = run(&cfg(TrylockTest::Free, LockKind::Tas, 1, 5_000)).unwrap();
+        assert_eq!(r.workers[0].free_samples, 5_000);
+        assert_eq!(r.workers[0].busy_samples, 0);
+    }
+
+    #[test]
+    fn pingpong_alternates_strictly() {
+        for k in [LockKind::Sem, LockKind::Ticket] {
+            let r = run(&cfg(TrylockTest::PingPong, k, 2, 2_000)).unwrap();
+            for w in &r.workers {
+                assert_eq!(w.free_samples, 2_000, "{k}: one acquisition per round");
+                assert_eq!(w.post_samples, 2_000);
+            }
+        }
+        assert!(run(&cfg(TrylockTest::PingPong, LockKind::Sem, 3, 10)).is_err());
+    }
+
+    #[test]
+    fn ring_keeps_the_last_samples_in_order() {
+        let mut r = Ring::new(3);
+        for v in 1..=5 {
+            r.push(v);
+        }
+        assert_eq!(r.into_ordered(), vec![3, 4, 5]);
+        let mut r = Ring::new(4);
+        r.push(7);
+        assert_eq!(r.into_ordered(), vec![7]);
+    }
+
+    #[test]
+    fn zero_threads_or_ops_is_refused() {
+        assert!(validate(&cfg(TrylockTest::Busy, LockKind::Sem, 0, 10)).unwrap_err().to_string().contains("-n 0"));
+        assert!(validate(&cfg(TrylockTest::Busy, LockKind::Sem, 1, 0)).is_err());
+    }
+}
