@@ -1,7 +1,410 @@
-//! Command-line entry point (being built; see the issue tracker).
+//! Command-line entry point: `echo`, `echo-MODE`, `burst`/`test-burst`, `hist`, `echo-bench`.
+
 use std::ffi::OsString;
+use std::io::{IsTerminal, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use serde::Serialize;
+
+use schedlab_report::machine::{MachineInfo, ThreadInfo};
+use schedlab_report::Summary;
+
+use crate::client::{self, BurstConfig, ClientMode};
+use crate::server::{self, Mode, Server, ServerConfig, DEFAULT_BUSY_POLL_US};
+use crate::{stats, sys, EchoError, Size};
 
 /// Runs the command; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> anyhow::Result<i32> {
-    anyhow::bail!("'{}' is not available in this build yet", args[0].to_string_lossy())
+pub fn main(args: Vec<OsString>) -> Result<i32> {
+    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
+    match cmd.as_str() {
+        "echo" => with_args::<EchoArgs>(args, |a| echo(a, None)),
+        "burst" | "test-burst" => with_args::<BurstArgs>(args, burst),
+        "hist" => with_args::<HistArgs>(args, hist),
+        "echo-bench" => bail!("echo-bench is not built yet"),
+        c => match c.strip_prefix("echo-").map(str::parse::<Mode>) {
+            Some(Ok(m)) => with_args::<EchoArgs>(args, |a| echo(a, Some(m))),
+            Some(Err(e)) => bail!("{e} (commands: echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring, echo-bench)"),
+            None => bail!("'{c}' is not an echo command"),
+        },
+    }
+}
+
+/// Parses with clap; help and version exit 0, usage errors exit 2 with clap's message.
+fn with_args<T: Parser>(args: Vec<OsString>, run: impl FnOnce(T) -> Result<i32>) -> Result<i32> {
+    match T::try_parse_from(args) {
+        Ok(a) => run(a),
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            Ok(code)
+        }
+    }
+}
+
+/// Resolves `IP:PORT` (or `host:port`) to one socket address.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, EchoError> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let bad = |reason: String| EchoError::BadAddress { input: s.to_string(), reason };
+    if !s.contains(':') {
+        return Err(bad("no port".into()));
+    }
+    s.to_socket_addrs().map_err(|e| bad(e.to_string()))?.next().ok_or_else(|| bad("resolves to nothing".into()))
+}
+
+/// Installs one SIGINT/SIGTERM handler per process; every call returns the shared flag, and the
+/// first call also a channel that receives one message per signal.
+fn signals() -> (Arc<AtomicBool>, Option<mpsc::Receiver<()>>) {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    let mut rx_out = None;
+    let flag = FLAG
+        .get_or_init(|| {
+            let f = Arc::new(AtomicBool::new(false));
+            let (tx, rx) = mpsc::channel();
+            let f2 = f.clone();
+            if ctrlc::set_handler(move || {
+                f2.store(true, Ordering::SeqCst);
+                let _ = tx.send(());
+            })
+            .is_ok()
+            {
+                rx_out = Some(rx);
+            }
+            f
+        })
+        .clone();
+    (flag, rx_out)
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "schedlab echo",
+    about = "TCP echo server: naive, iosubmit, splice, sockmap or io_uring",
+    after_help = "The seed's form works too: `schedlab echo-naive 0.0.0.0:1234 $BUSYPOLL` (any second argument turns busy poll on).\nStops on Ctrl-C / SIGTERM: closes every connection, detaches and closes BPF objects, prints what it echoed."
+)]
+struct EchoArgs {
+    /// Echo mechanism (implied by echo-MODE).
+    #[arg(long, short)]
+    mode: Option<Mode>,
+    /// Address to listen on, IP:PORT (port 0 picks a free port).
+    addr: String,
+    /// Seed form: any value here turns busy poll on (SO_BUSY_POLL=50us).
+    busypoll: Option<String>,
+    /// Set SO_BUSY_POLL on every connection (microseconds, default 50); needs root.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "50", value_name = "US")]
+    busy_poll: Option<u32>,
+    /// Pin the serving threads to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Stop by itself after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Write the server report (connections, bytes, BPF check) as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct EchoJson<'a> {
+    machine: MachineInfo,
+    report: &'a server::ServerReport,
+    busy_poll_us_requested: Option<u32>,
+    fds_before: usize,
+    fds_after: usize,
+}
+
+fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
+    let mode = match (implied, a.mode) {
+        (Some(m), None) => m,
+        (Some(m), Some(o)) if m == o => m,
+        (Some(m), Some(o)) => bail!("echo-{m} was given --mode {o}: use one or the other"),
+        (None, Some(m)) => m,
+        (None, None) => bail!("which server? give --mode naive|iosubmit|splice|sockmap|io_uring (or run echo-naive etc.)"),
+    };
+    let addr = parse_addr(&a.addr)?;
+    let busy = a.busy_poll.or(a.busypoll.as_ref().map(|_| DEFAULT_BUSY_POLL_US));
+    if let Some(d) = a.duration {
+        anyhow::ensure!(d.is_finite() && d > 0.0, "--duration must be a positive number of seconds, got {d}");
+    }
+    let (stop, rx) = signals();
+    let rx = rx.context("cannot install the SIGINT/SIGTERM handler")?;
+    let fds_before = sys::open_fds().unwrap_or(0);
+    let mut cfg = ServerConfig::new(mode, addr);
+    cfg.busy_poll_us = busy;
+    cfg.cpu = a.cpu;
+    cfg.print_connections = true;
+    let srv = Server::start(cfg)?;
+    println!(
+        "echo server ({mode}) listening on {}; busy poll: {}; Ctrl-C or SIGTERM stops it",
+        srv.local_addr(),
+        match busy {
+            Some(us) => format!("SO_BUSY_POLL={us}us on every connection (whether it can act is reported per connection)"),
+            None => "off".into(),
+        }
+    );
+    if mode == Mode::Sockmap {
+        println!("sockmap: each connection gets a 1-slot SOCKMAP with the stream parser and verdict attached; the echo stays in the kernel");
+    }
+    match a.duration {
+        Some(d) => {
+            let _ = rx.recv_timeout(Duration::from_secs_f64(d));
+        }
+        None => {
+            let _ = rx.recv();
+        }
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+    let report = srv.shutdown();
+    let fds_after = sys::open_fds().unwrap_or(0);
+    println!("{report}");
+    println!(
+        "stopped{}: file descriptors open {} before the server, {} after",
+        if interrupted { " by signal" } else { " after --duration" },
+        fds_before,
+        fds_after
+    );
+    if let Some(p) = &a.json {
+        let j = EchoJson { machine: MachineInfo::collect(), report: &report, busy_poll_us_requested: busy, fds_before, fds_after };
+        schedlab_report::export::write_json(p, &j)?;
+    }
+    if report.bpf_objects_remaining > 0 {
+        bail!("{} BPF objects of this server are still present in the kernel after shutdown", report.bpf_objects_remaining);
+    }
+    Ok(0)
+}
+
+fn parse_rounds(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("rounds must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a whole number of rounds")),
+    }
+}
+
+fn parse_size(s: &str) -> Result<Size, String> {
+    s.parse::<Size>().map_err(|e| e.to_string())
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 && x < 1e6 => Ok(Duration::from_secs_f64(x)),
+        _ => Err(format!("'{s}' is not a number of seconds")),
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "schedlab burst",
+    about = "TCP echo burst client: one round-trip time per line, in microseconds",
+    after_help = "SIZE: a bare number is KiB like the seed's test-burst (64 = 64 KiB); with a unit: 1B = 1 byte, 4K, 1M.\nRTTs go to stdout, one integer per line; the summary goes to stderr."
+)]
+struct BurstArgs {
+    /// Echo server, IP:PORT.
+    addr: String,
+    /// Burst size: 64 (KiB), 1B, 4K, 1M.
+    #[arg(value_parser = parse_size)]
+    size: Size,
+    /// Measured rounds.
+    #[arg(value_parser = parse_rounds)]
+    rounds: u64,
+    /// Rounds run first and not recorded.
+    #[arg(long, default_value_t = 0)]
+    warmup: u64,
+    /// burst: send while reading back (seed); rr: send all, then read all.
+    #[arg(long, default_value = "burst", value_parser = ["burst", "rr"])]
+    mode: String,
+    /// Set SO_BUSY_POLL on the client socket (microseconds, default 50); needs root.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "50", value_name = "US")]
+    busy_poll: Option<u32>,
+    /// Pause after connecting, seconds (the seed waited 1 s).
+    #[arg(long, default_value = "1", value_parser = parse_secs, value_name = "SECS")]
+    settle: Duration,
+    /// Longest a round may take before it is an error, seconds.
+    #[arg(long, default_value = "10", value_parser = parse_secs, value_name = "SECS")]
+    timeout: Duration,
+    /// Pin the client to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Do not print one RTT per line, only the summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Write configuration, machine, summary and every RTT as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct BurstJson<'a> {
+    machine: MachineInfo,
+    thread: ThreadInfo,
+    addr: String,
+    size_bytes: u64,
+    rounds: u64,
+    warmup: u64,
+    mode: ClientMode,
+    interrupted: bool,
+    sndbuf_bytes: usize,
+    rcvbuf_bytes: usize,
+    busy_poll_us: Option<u32>,
+    napi_id: Option<u32>,
+    bytes_verified: u64,
+    rtt_us: Summary,
+    rtt_samples_us: Vec<f64>,
+    #[serde(skip)]
+    _p: std::marker::PhantomData<&'a ()>,
+}
+
+fn burst(a: BurstArgs) -> Result<i32> {
+    let addr = parse_addr(&a.addr)?;
+    if let Some(cpu) = a.cpu {
+        schedlab_report::machine::pin_current_thread(cpu).with_context(|| format!("cannot pin to CPU {cpu}"))?;
+    }
+    let mut cfg = BurstConfig::new(addr, a.size, a.rounds);
+    cfg.warmup = a.warmup;
+    cfg.mode = if a.mode == "rr" { ClientMode::Rr } else { ClientMode::Burst };
+    cfg.busy_poll_us = a.busy_poll;
+    cfg.settle = a.settle;
+    cfg.timeout = a.timeout.max(Duration::from_millis(10));
+    let (stop, _rx) = signals();
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let quiet = a.quiet;
+    let res = client::run(&cfg, &stop, |ns| {
+        if !quiet {
+            let _ = writeln!(out, "{}", ns / 1000);
+        }
+    });
+    out.flush().context("writing RTTs to stdout")?;
+    drop(out);
+    let r = res.with_context(|| format!("burst of {} to {addr}", a.size))?;
+    let us: Vec<f64> = r.rtt_ns.iter().map(|&n| n as f64 / 1000.0).collect();
+    let s = Summary::of_f64(&us);
+    let thread = ThreadInfo::current();
+    eprintln!(
+        "burst {} x {} rounds ({} warm-up, {} mode) to {addr} from {}, CPU {}: {} bytes echoed and verified",
+        a.size,
+        us.len(),
+        a.warmup,
+        a.mode,
+        r.local_addr,
+        thread.cpu,
+        r.bytes_verified
+    );
+    eprintln!("rtt_us {}", s.line("us"));
+    if let Some(bp) = r.busy_poll_us {
+        eprintln!("client {}", server::busy_poll_note(bp, r.napi_id));
+    }
+    if r.interrupted {
+        eprintln!("interrupted: {} of {} rounds done", us.len(), a.rounds);
+    }
+    if let Some(p) = &a.json {
+        let j = BurstJson {
+            machine: MachineInfo::collect(),
+            thread,
+            addr: addr.to_string(),
+            size_bytes: a.size.bytes(),
+            rounds: a.rounds,
+            warmup: a.warmup,
+            mode: cfg.mode,
+            interrupted: r.interrupted,
+            sndbuf_bytes: r.sndbuf_bytes,
+            rcvbuf_bytes: r.rcvbuf_bytes,
+            busy_poll_us: r.busy_poll_us,
+            napi_id: r.napi_id,
+            bytes_verified: r.bytes_verified,
+            rtt_us: s,
+            rtt_samples_us: us,
+            _p: std::marker::PhantomData,
+        };
+        schedlab_report::export::write_json(p, &j)?;
+    }
+    Ok(if r.interrupted { 130 } else { 0 })
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "schedlab hist",
+    about = "Summary and log2 histogram of numbers, one per line (the seed's mmhistogram)",
+    after_help = "The summary line `min:.. avg:.. med=.. max:.. dev:.. count:..` (population std dev) works with the seed's\n`grep max | tr := \"  \" | awk '{print $6\", \"$10\", \"$2\", \"$8}'` pipeline; --csv prints that row directly."
+)]
+struct HistArgs {
+    /// File with one number per line; stdin when absent or `-`.
+    file: Option<PathBuf>,
+    /// Drop the slowest PCT of the values first (e.g. 1%).
+    #[arg(long, value_parser = stats::parse_percent, value_name = "PCT")]
+    trim_slowest: Option<f64>,
+    /// Print only the seed's CSV row `name, med, dev, min, max`.
+    #[arg(long)]
+    csv: bool,
+    /// Name in the CSV row (default: the file name without extension, or `stdin`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Title printed above the summary (the seed's mmhistogram -t).
+    #[arg(short = 't', long)]
+    title: Option<String>,
+    /// Width of the longest histogram bar.
+    #[arg(long, default_value_t = 60)]
+    width: usize,
+    /// Write the summary as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct HistJson {
+    source: String,
+    trimmed_slowest_percent: Option<f64>,
+    summary: Summary,
+}
+
+fn hist(a: HistArgs) -> Result<i32> {
+    let (text, source) = match a.file.as_deref() {
+        Some(p) if p.as_os_str() != "-" => {
+            (std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?, p.display().to_string())
+        }
+        _ => {
+            let mut s = String::new();
+            if std::io::stdin().is_terminal() {
+                eprintln!("reading numbers from stdin, one per line (Ctrl-D ends)");
+            }
+            std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
+            (s, "stdin".to_string())
+        }
+    };
+    let mut v = stats::parse_numbers(&text, &source)?;
+    if v.is_empty() {
+        bail!("{source}: no numbers found (expected one number per line)");
+    }
+    if let Some(p) = a.trim_slowest {
+        stats::trim_slowest(&mut v, p);
+        if v.is_empty() {
+            bail!("{source}: nothing left after trimming {p}%");
+        }
+    }
+    let s = Summary::of_f64(&v);
+    if a.csv {
+        let name = a.name.clone().unwrap_or_else(|| match a.file.as_deref() {
+            Some(p) if p.as_os_str() != "-" => p.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default(),
+            _ => "stdin".into(),
+        });
+        println!("{}", stats::csv_row(&name, &s));
+    } else {
+        if let Some(t) = a.title.as_deref().filter(|t| !t.is_empty()) {
+            println!("{t}");
+        }
+        println!("{}", stats::mm_line(&s));
+        println!("{}", stats::percentile_line(&s));
+        print!("{}", stats::log2_histogram(&v, a.width.max(1)));
+    }
+    if let Some(p) = &a.json {
+        schedlab_report::export::write_json(p, &HistJson { source, trimmed_slowest_percent: a.trim_slowest, summary: s })?;
+    }
+    Ok(0)
 }

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+pub mod candle;
+
 /// Colours used for series in order (colour-blind-friendly palette, then repeats).
 pub const PALETTE: [&str; 13] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442", "#7F3C8D",

@@ -1,0 +1,398 @@
+//! Echo servers. One listening socket; every accepted connection is served by a thread of its
+//! own (`naive`, `iosubmit`, `splice`, `sockmap`) or by the single event loop of `io_uring`.
+//!
+//! [`Server::start`] probes the mechanism, binds and returns at once; [`Server::shutdown`] stops
+//! accepting, shuts every connection down, joins every thread, closes every fd, and for `sockmap`
+//! checks by kernel id that none of its BPF programs and maps is left.
+
+mod threaded;
+mod uring;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::bpf::{self, ObjKind};
+use crate::error::IoContext;
+use crate::sys;
+use crate::EchoError;
+
+/// Read buffer per connection (the originals used 128 KiB).
+pub const CHUNK: usize = 128 << 10;
+/// Pipe size of the splice server (the original used 512 KiB).
+pub const PIPE_SIZE: usize = 512 << 10;
+/// Busy-poll time used when busy poll is asked for without a value, in microseconds.
+pub const DEFAULT_BUSY_POLL_US: u32 = 50;
+
+/// How the server echoes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Blocking `recv` then `send`.
+    Naive,
+    /// Linux AIO: one `io_submit` carries the write of the previous data and the next read.
+    IoSubmit,
+    /// socket → pipe → socket with `splice(2)`.
+    Splice,
+    /// eBPF sockmap: the kernel redirects every received chunk back out of the same socket.
+    Sockmap,
+    /// One io_uring event loop for every connection.
+    IoUring,
+}
+
+impl Mode {
+    /// Every mode, in the order of the seed's charts.
+    pub const ALL: [Mode; 5] = [Mode::Naive, Mode::IoSubmit, Mode::Splice, Mode::Sockmap, Mode::IoUring];
+
+    /// The name used on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Naive => "naive",
+            Mode::IoSubmit => "iosubmit",
+            Mode::Splice => "splice",
+            Mode::Sockmap => "sockmap",
+            Mode::IoUring => "io_uring",
+        }
+    }
+
+    /// Checks that the kernel offers what the mode needs.
+    pub fn probe(self) -> Result<(), EchoError> {
+        let r = match self {
+            Mode::Naive | Mode::Splice => Ok(()),
+            Mode::IoSubmit => crate::aio::probe(),
+            Mode::Sockmap => bpf::probe(),
+            Mode::IoUring => uring::probe(),
+        };
+        r.map_err(|reason| EchoError::Unsupported { what: self.what(), reason })
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Mode::Naive => "blocking sockets",
+            Mode::IoSubmit => "Linux AIO (io_submit) on sockets",
+            Mode::Splice => "splice(2)",
+            Mode::Sockmap => "eBPF SOCKMAP with stream parser and verdict programs",
+            Mode::IoUring => "io_uring",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.to_ascii_lowercase().replace('-', "_");
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == t || (t == "iouring" && *m == Mode::IoUring) || (t == "aio" && *m == Mode::IoSubmit))
+            .ok_or_else(|| format!("unknown mode '{s}'; expected one of naive, iosubmit, splice, sockmap, io_uring"))
+    }
+}
+
+/// What a server is asked to do.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub mode: Mode,
+    pub addr: SocketAddr,
+    /// `SO_BUSY_POLL` in microseconds for every accepted socket, if asked.
+    pub busy_poll_us: Option<u32>,
+    /// Pin connection threads (and the io_uring loop) to this CPU.
+    pub cpu: Option<usize>,
+    /// Print one line per finished connection on stdout.
+    pub print_connections: bool,
+}
+
+impl ServerConfig {
+    /// A quiet server of `mode` on `addr`, no busy poll, no pinning.
+    pub fn new(mode: Mode, addr: SocketAddr) -> Self {
+        ServerConfig { mode, addr, busy_poll_us: None, cpu: None, print_connections: false }
+    }
+}
+
+/// What happened on one connection.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnReport {
+    pub id: u64,
+    pub peer: String,
+    /// Bytes echoed back (user-space count; for sockmap, where user space never sees the data, the
+    /// kernel's `tcpi_bytes_acked`).
+    pub bytes_echoed: u64,
+    /// Bytes received according to the kernel (`tcpi_bytes_received`, which counts the peer's
+    /// FIN as one byte), when readable.
+    pub kernel_bytes_received: Option<u64>,
+    /// How it ended: `closed by peer`, `server shutdown`, or the error.
+    pub end: String,
+    /// `SO_BUSY_POLL` read back from the socket, when busy poll was asked for.
+    pub busy_poll_us: Option<u32>,
+    /// `SO_INCOMING_NAPI_ID` at the end of the connection (0: no NAPI, busy poll cannot act).
+    pub napi_id: Option<u32>,
+    /// The CPU the serving thread last ran on.
+    pub cpu: i32,
+}
+
+impl fmt::Display for ConnReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "conn {} from {}: {} bytes echoed ({})", self.id, self.peer, self.bytes_echoed, self.end)?;
+        if let Some(bp) = self.busy_poll_us {
+            write!(f, "; {}", busy_poll_note(bp, self.napi_id))?;
+        }
+        Ok(())
+    }
+}
+
+/// What busy poll could do on a connection, said plainly.
+pub fn busy_poll_note(busy_poll_us: u32, napi_id: Option<u32>) -> String {
+    match napi_id {
+        Some(0) => format!(
+            "SO_BUSY_POLL={busy_poll_us}us set, but SO_INCOMING_NAPI_ID is 0 (loopback/veth have no NAPI queue): busy poll cannot take effect"
+        ),
+        Some(id) => format!("SO_BUSY_POLL={busy_poll_us}us set, NAPI id {id}: busy poll can take effect"),
+        None => format!("SO_BUSY_POLL={busy_poll_us}us set, NAPI id unreadable"),
+    }
+}
+
+/// What a stopped server reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerReport {
+    pub mode: Mode,
+    pub addr: String,
+    pub connections: Vec<ConnReport>,
+    pub bytes_echoed: u64,
+    /// BPF programs and maps created (sockmap only) and how many still existed after closing.
+    pub bpf_objects_created: usize,
+    pub bpf_objects_remaining: usize,
+    /// Connections refused because no thread or fd could be had.
+    pub refused: u64,
+}
+
+impl fmt::Display for ServerReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} server on {}: {} connections, {} bytes echoed in total",
+            self.mode,
+            self.addr,
+            self.connections.len(),
+            self.bytes_echoed
+        )?;
+        if self.refused > 0 {
+            write!(f, ", {} connections refused for lack of resources", self.refused)?;
+        }
+        if self.mode == Mode::Sockmap {
+            write!(
+                f,
+                "; BPF: {} programs/maps created, detached and closed, {} still present in the kernel (checked by id)",
+                self.bpf_objects_created, self.bpf_objects_remaining
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// State shared by the accept loop, the connection threads and [`Server`].
+struct Shared {
+    cfg: ServerConfig,
+    stop: AtomicBool,
+    next_id: AtomicU64,
+    refused: AtomicU64,
+    /// Live connections (thread modes), so that shutdown can wake their blocked system calls.
+    live: Mutex<HashMap<u64, Arc<TcpStream>>>,
+    /// Connections the server shut down itself on stop.
+    shut: Mutex<HashSet<u64>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    reports: Mutex<Vec<ConnReport>>,
+    /// Kernel ids of every BPF object created, checked after shutdown.
+    bpf_ids: Mutex<Vec<(ObjKind, u32)>>,
+    /// The sockmap stream parser, shared by every connection's map.
+    parser: Mutex<Option<OwnedFd>>,
+}
+
+impl Shared {
+    fn finish(&self, r: ConnReport) {
+        if self.cfg.print_connections {
+            println!("{r}");
+        }
+        self.reports.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+    }
+
+    /// Sets up an accepted socket: `TCP_NODELAY` and busy poll; returns the busy-poll value read back.
+    fn prepare(&self, fd: RawFd) -> Option<u32> {
+        let _ = sys::set_nodelay(fd);
+        self.cfg.busy_poll_us.map(|us| match sys::set_busy_poll(fd, us) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("warning: cannot set SO_BUSY_POLL={us}us ({e}); it needs CAP_NET_ADMIN: run as root");
+                0
+            }
+        })
+    }
+
+    /// Builds the report of a connection that ended with `res`; `by_server` when the server
+    /// shut the connection down itself (on stop).
+    #[allow(clippy::too_many_arguments)]
+    fn report(&self, id: u64, peer: SocketAddr, fd: RawFd, bytes: u64, res: std::io::Result<()>, busy: Option<u32>, by_server: bool) -> ConnReport {
+        let kb = sys::tcp_bytes(fd).ok();
+        let end = match res {
+            _ if by_server => "server shutdown".to_string(),
+            Ok(()) => "closed by peer".to_string(),
+            Err(e) => format!("ended by error: {e}"),
+        };
+        let bytes_echoed = if self.cfg.mode == Mode::Sockmap { kb.map(|k| k.acked).unwrap_or(0) } else { bytes };
+        ConnReport {
+            id,
+            peer: peer.to_string(),
+            bytes_echoed,
+            kernel_bytes_received: kb.map(|k| k.received),
+            end,
+            busy_poll_us: busy,
+            napi_id: busy.and_then(|_| sys::napi_id(fd).ok()),
+            // SAFETY: sched_getcpu has no preconditions.
+            cpu: unsafe { libc::sched_getcpu() },
+        }
+    }
+}
+
+/// A running echo server.
+pub struct Server {
+    shared: Arc<Shared>,
+    local: SocketAddr,
+    wake: Arc<OwnedFd>,
+    main: Option<JoinHandle<()>>,
+    report: Option<ServerReport>,
+}
+
+impl Server {
+    /// Probes the mode, binds `cfg.addr` and starts serving in background threads.
+    pub fn start(cfg: ServerConfig) -> Result<Server, EchoError> {
+        cfg.mode.probe()?;
+        let listener = TcpListener::bind(cfg.addr).map_err(|source| {
+            let hint = match source.raw_os_error() {
+                Some(libc::EADDRINUSE) => " (the port is already in use: stop the other server or pick another port)",
+                Some(libc::EACCES) => " (ports below 1024 need root)",
+                Some(libc::EADDRNOTAVAIL) => " (no interface of this machine has that address)",
+                _ => "",
+            };
+            EchoError::Bind { addr: cfg.addr.to_string(), source, hint }
+        })?;
+        let local = listener.local_addr().ctx(|| "getsockname on the listening socket")?;
+        listener.set_nonblocking(true).ctx(|| "making the listening socket non-blocking")?;
+        let wake = Arc::new(sys::eventfd().ctx(|| "creating the shutdown eventfd")?);
+        let shared = Arc::new(Shared {
+            cfg: cfg.clone(),
+            stop: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+            refused: AtomicU64::new(0),
+            live: Mutex::new(HashMap::new()),
+            shut: Mutex::new(HashSet::new()),
+            workers: Mutex::new(Vec::new()),
+            reports: Mutex::new(Vec::new()),
+            bpf_ids: Mutex::new(Vec::new()),
+            parser: Mutex::new(None),
+        });
+        if cfg.mode == Mode::Sockmap {
+            let p = bpf::load_sk_skb(&bpf::parser_program(), "slecho_parser", bpf::BPF_SK_SKB_STREAM_PARSER)?;
+            if let Ok(id) = bpf::object_id(&p) {
+                shared.bpf_ids.lock().unwrap_or_else(|e| e.into_inner()).push((ObjKind::Prog, id));
+            }
+            *shared.parser.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+        }
+        let (sh, wk) = (shared.clone(), wake.clone());
+        let name = format!("echo-{}", cfg.mode);
+        let main = if cfg.mode == Mode::IoUring {
+            let ring = uring::Loop::new(&listener, &wake).map_err(|e| EchoError::io("setting up the io_uring", e))?;
+            std::thread::Builder::new().name(name).spawn(move || ring.run(sh, listener, wk))
+        } else {
+            std::thread::Builder::new().name(name).spawn(move || threaded::accept_loop(sh, listener, wk))
+        }
+        .ctx(|| "spawning the server thread")?;
+        Ok(Server { shared, local, wake, main: Some(main), report: None })
+    }
+
+    /// The address actually bound (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Connections finished so far.
+    pub fn finished_connections(&self) -> usize {
+        self.shared.reports.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Stops accepting, closes every connection, joins every thread, releases BPF objects and
+    /// checks they are gone; returns what the server did.
+    pub fn shutdown(mut self) -> ServerReport {
+        self.stop_all()
+    }
+
+    fn stop_all(&mut self) -> ServerReport {
+        if let Some(r) = &self.report {
+            return r.clone();
+        }
+        let sh = &self.shared;
+        sh.stop.store(true, Ordering::SeqCst);
+        let _ = sys::eventfd_signal(&self.wake);
+        if let Some(m) = self.main.take() {
+            let _ = m.join();
+        }
+        {
+            let live = sh.live.lock().unwrap_or_else(|e| e.into_inner());
+            let mut shut = sh.shut.lock().unwrap_or_else(|e| e.into_inner());
+            for (id, s) in live.iter() {
+                shut.insert(*id);
+                sys::shutdown_rdwr(s.as_raw_fd());
+            }
+        }
+        let workers = std::mem::take(&mut *sh.workers.lock().unwrap_or_else(|e| e.into_inner()));
+        for w in workers {
+            let _ = w.join();
+        }
+        sh.parser.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let ids = std::mem::take(&mut *sh.bpf_ids.lock().unwrap_or_else(|e| e.into_inner()));
+        let remaining = remaining_bpf(&ids, Duration::from_secs(3));
+        let mut connections = std::mem::take(&mut *sh.reports.lock().unwrap_or_else(|e| e.into_inner()));
+        connections.sort_by_key(|c| c.id);
+        let r = ServerReport {
+            mode: sh.cfg.mode,
+            addr: self.local.to_string(),
+            bytes_echoed: connections.iter().map(|c| c.bytes_echoed).sum(),
+            connections,
+            bpf_objects_created: ids.len(),
+            bpf_objects_remaining: remaining,
+            refused: sh.refused.load(Ordering::SeqCst),
+        };
+        self.report = Some(r.clone());
+        r
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+/// Waits up to `patience` for the kernel to free the objects (psocks drop their program
+/// references after an RCU grace period) and returns how many still exist.
+fn remaining_bpf(ids: &[(ObjKind, u32)], patience: Duration) -> usize {
+    let deadline = Instant::now() + patience;
+    loop {
+        let left = ids.iter().filter(|(k, id)| bpf::exists(*k, *id).unwrap_or(true)).count();
+        if left == 0 || Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,261 @@
+//! The thread-per-connection servers: naive, iosubmit, splice and sockmap.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Mode, Shared, CHUNK, PIPE_SIZE};
+use crate::aio::{AioContext, IoEvent};
+use crate::bpf::{self, ObjKind};
+use crate::sys;
+
+/// Accepts until the eventfd `wake` is signalled; one thread per connection.
+pub(super) fn accept_loop(sh: Arc<Shared>, listener: TcpListener, wake: Arc<OwnedFd>) {
+    let mut warned = false;
+    loop {
+        let rev = match sys::poll(&[(listener.as_raw_fd(), libc::POLLIN), (wake.as_raw_fd(), libc::POLLIN)], -1) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("echo server: poll failed: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if sh.stop.load(Ordering::SeqCst) || rev[1] != 0 {
+            break;
+        }
+        match listener.accept() {
+            Ok((stream, peer)) => spawn_conn(&sh, stream, peer, &mut warned),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {}
+            Err(e) => {
+                // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off instead of spinning.
+                if !warned {
+                    eprintln!("echo server: accept failed: {e}; raise `ulimit -n` for more connections");
+                    warned = true;
+                }
+                sh.refused.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        reap(&sh);
+    }
+}
+
+/// Joins finished connection threads so that their handles do not pile up.
+fn reap(sh: &Shared) {
+    let mut w = sh.workers.lock().unwrap_or_else(|e| e.into_inner());
+    if w.iter().any(|h| h.is_finished()) {
+        let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut *w).into_iter().partition(|h| h.is_finished());
+        *w = live;
+        drop(w);
+        for h in done {
+            let _ = h.join();
+        }
+    }
+}
+
+fn spawn_conn(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, warned: &mut bool) {
+    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
+    let stream = Arc::new(stream);
+    sh.live.lock().unwrap_or_else(|e| e.into_inner()).insert(id, stream.clone());
+    let sh2 = sh.clone();
+    let s2 = stream.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("echo-conn-{id}"))
+        .stack_size(256 << 10)
+        .spawn(move || serve_conn(sh2, id, s2, peer));
+    match spawned {
+        Ok(h) => sh.workers.lock().unwrap_or_else(|e| e.into_inner()).push(h),
+        Err(e) => {
+            if !*warned {
+                eprintln!("echo server: cannot start a thread for {peer}: {e}; connection refused");
+                *warned = true;
+            }
+            sh.refused.fetch_add(1, Ordering::SeqCst);
+            sh.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        }
+    }
+    // A shutdown that raced with this accept would not have seen the new connection.
+    if sh.stop.load(Ordering::SeqCst) {
+        sh.shut.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        sys::shutdown_rdwr(stream.as_raw_fd());
+    }
+}
+
+fn serve_conn(sh: Arc<Shared>, id: u64, stream: Arc<TcpStream>, peer: SocketAddr) {
+    if let Some(cpu) = sh.cfg.cpu {
+        let _ = schedlab_report::machine::pin_current_thread(cpu);
+    }
+    let fd = stream.as_raw_fd();
+    let busy = sh.prepare(fd);
+    let mut bytes = 0u64;
+    let res = match sh.cfg.mode {
+        Mode::Naive => naive(&stream, &mut bytes),
+        Mode::IoSubmit => iosubmit(fd, &mut bytes),
+        Mode::Splice => splice(fd, &mut bytes),
+        Mode::Sockmap => sockmap(&sh, &stream),
+        Mode::IoUring => Err(io::Error::other("io_uring connections are served by the ring")),
+    };
+    sh.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    let by_server = sh.shut.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    let rep = sh.report(id, peer, fd, bytes, res, busy, by_server);
+    drop(stream);
+    sh.finish(rep);
+}
+
+/// Blocking `recv` up to 128 KiB, then `send` all of it.
+fn naive(mut s: &TcpStream, bytes: &mut u64) -> io::Result<()> {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match s.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        s.write_all(&buf[..n])?;
+        *bytes += n as u64;
+    }
+}
+
+/// One `io_submit` per round: the write of what the previous read got, and the next read.
+fn iosubmit(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
+    const WRITE: u64 = 1;
+    const READ: u64 = 2;
+    let ctx = AioContext::new(4)?;
+    let mut bufs = [vec![0u8; CHUNK], vec![0u8; CHUNK]];
+    let mut ev = [IoEvent::default(); 2];
+    let mut cur = 0usize;
+    // The first read goes alone.
+    let mut iocbs = [AioContext::read_iocb(fd, &mut bufs[cur], READ)];
+    // SAFETY: bufs outlive the call, which waits for the request to complete.
+    unsafe { ctx.submit_and_wait(&mut iocbs, &mut ev[..1]) }?;
+    let mut n = result(ev[0].res)?;
+    while n > 0 {
+        let (a, b) = bufs.split_at_mut(1);
+        let (wbuf, rbuf) = if cur == 0 { (&a[0][..n], &mut b[0][..]) } else { (&b[0][..n], &mut a[0][..]) };
+        let mut iocbs = [AioContext::write_iocb(fd, wbuf, WRITE), AioContext::read_iocb(fd, rbuf, READ)];
+        // SAFETY: both buffers outlive the call, which waits for both requests; they do not overlap.
+        unsafe { ctx.submit_and_wait(&mut iocbs, &mut ev) }?;
+        let mut next = 0usize;
+        for e in &ev {
+            match e.data {
+                WRITE => {
+                    let w = result(e.res)?;
+                    if w < n {
+                        // A blocking socket writes everything unless interrupted: finish by hand.
+                        let mut s = std::mem::ManuallyDrop::new(borrow_stream(fd));
+                        s.write_all(&wbuf[w..n])?;
+                    }
+                    *bytes += n as u64;
+                }
+                READ => next = result(e.res)?,
+                _ => return Err(io::Error::other("unexpected AIO completion")),
+            }
+        }
+        n = next;
+        cur ^= 1;
+    }
+    Ok(())
+}
+
+fn result(res: i64) -> io::Result<usize> {
+    if res < 0 {
+        Err(io::Error::from_raw_os_error(-res as i32))
+    } else {
+        Ok(res as usize)
+    }
+}
+
+/// A `TcpStream` view of a borrowed fd; wrap it in `ManuallyDrop` so it never closes the fd.
+fn borrow_stream(fd: RawFd) -> TcpStream {
+    // SAFETY: the caller keeps the fd open for the view's lifetime and never drops the view.
+    unsafe { TcpStream::from_raw_fd(fd) }
+}
+
+/// socket → pipe → socket with `SPLICE_F_MOVE`.
+fn splice(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
+    let mut p = [0 as libc::c_int; 2];
+    // SAFETY: p has room for the two descriptors pipe2 writes.
+    sys::cvt(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } as libc::c_long)?;
+    // SAFETY: both descriptors are new and owned only here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
+    // SAFETY: fcntl on our own pipe; failure (size above pipe-max-size) keeps the default size.
+    let got = unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) };
+    let cap = if got > 0 { got as usize } else { 64 << 10 };
+    loop {
+        // SAFETY: splice between fds we hold; null offsets are required for sockets and pipes.
+        let n = unsafe { libc::splice(fd, std::ptr::null_mut(), wr.as_raw_fd(), std::ptr::null_mut(), cap, libc::SPLICE_F_MOVE) };
+        let n = match sys::cvt(n as libc::c_long) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n as usize,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut left = n;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe { libc::splice(rd.as_raw_fd(), std::ptr::null_mut(), fd, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE) };
+            match sys::cvt(m as libc::c_long) {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "splice to the socket wrote nothing")),
+                Ok(m) => left -= m as usize,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        *bytes += n as u64;
+    }
+}
+
+/// Puts the socket into a one-slot sockmap whose verdict program redirects every received chunk
+/// back out of it, then waits for the connection to end. Everything is detached and closed
+/// before returning.
+fn sockmap(sh: &Shared, stream: &TcpStream) -> io::Result<()> {
+    let fd = stream.as_raw_fd();
+    let map = bpf::create_sockmap(1, "slecho_map")?;
+    let verdict = bpf::load_sk_skb(&bpf::verdict_program(map.as_raw_fd()), "slecho_verdict", bpf::BPF_SK_SKB_STREAM_VERDICT)
+        .map_err(io::Error::other)?;
+    {
+        let mut ids = sh.bpf_ids.lock().unwrap_or_else(|e| e.into_inner());
+        // Forget objects already verified gone, so long-running servers keep a short list.
+        if ids.len() > 4096 {
+            ids.retain(|(k, id)| bpf::exists(*k, *id).unwrap_or(true));
+        }
+        ids.extend(bpf::object_id(&map).ok().map(|id| (ObjKind::Map, id)));
+        ids.extend(bpf::object_id(&verdict).ok().map(|id| (ObjKind::Prog, id)));
+    }
+    let parser = sh.parser.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|p| p.try_clone()).transpose()?;
+    let parser = parser.ok_or_else(|| io::Error::other("server is shutting down"))?;
+    bpf::attach(&map, &parser, bpf::BPF_SK_SKB_STREAM_PARSER)?;
+    let res = (|| {
+        bpf::attach(&map, &verdict, bpf::BPF_SK_SKB_STREAM_VERDICT)?;
+        bpf::map_set_socket(&map, 0, fd)?;
+        // Bytes that arrived before the socket entered the map wait in the receive queue until
+        // the next data_ready; setting SO_RCVLOWAT calls data_ready now, so they are echoed too.
+        sys::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1)?;
+        wait_for_close(stream)
+    })();
+    let _ = bpf::map_delete(&map, 0);
+    let _ = bpf::detach(&map, &verdict, bpf::BPF_SK_SKB_STREAM_VERDICT);
+    let _ = bpf::detach(&map, &parser, bpf::BPF_SK_SKB_STREAM_PARSER);
+    res
+}
+
+/// Blocks until the peer closes or the server shuts the socket down. It never reads: a read
+/// would race the stream parser for the bytes in the receive queue and reorder the echo.
+fn wait_for_close(s: &TcpStream) -> io::Result<()> {
+    let fd = s.as_raw_fd();
+    loop {
+        let rev = sys::poll(&[(fd, libc::POLLRDHUP)], 1000)?;
+        if rev[0] & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return match s.take_error()? {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Thin, checked wrappers over the socket options and system calls the servers and client use.
+
+use std::io;
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// `SO_INCOMING_NAPI_ID` (not in every libc release).
+pub const SO_INCOMING_NAPI_ID: libc::c_int = 56;
+
+/// Turns a `-1` return into the current `errno`.
+pub fn cvt(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Sets an integer socket option.
+pub fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, val: libc::c_int) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live c_int and its exact size.
+    let r = unsafe {
+        libc::setsockopt(fd, level, opt, (&val as *const libc::c_int).cast(), size_of::<libc::c_int>() as libc::socklen_t)
+    };
+    cvt(r as libc::c_long).map(|_| ())
+}
+
+/// Reads an integer socket option.
+pub fn get_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut val: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: val and len are live and len holds val's size.
+    let r = unsafe { libc::getsockopt(fd, level, opt, (&mut val as *mut libc::c_int).cast(), &mut len) };
+    cvt(r as libc::c_long).map(|_| val)
+}
+
+/// Sets `TCP_NODELAY`.
+pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
+}
+
+/// Sets `SO_BUSY_POLL` to `us` microseconds (raising it needs CAP_NET_ADMIN) and reads it back.
+pub fn set_busy_poll(fd: RawFd, us: u32) -> io::Result<u32> {
+    set_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, us.min(i32::MAX as u32) as libc::c_int)?;
+    get_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL).map(|v| v as u32)
+}
+
+/// The NAPI id of the device queue the socket last received from; 0 when there is none
+/// (loopback, and veth without GRO/XDP), in which case busy polling has nothing to poll.
+pub fn napi_id(fd: RawFd) -> io::Result<u32> {
+    get_int(fd, libc::SOL_SOCKET, SO_INCOMING_NAPI_ID).map(|v| v as u32)
+}
+
+/// Sets the socket buffers to `bytes` each, bypassing `rmem_max`/`wmem_max` when privileged
+/// (`SO_*BUFFORCE`); returns the sizes the kernel actually granted (it doubles the request).
+pub fn set_buffers(fd: RawFd, bytes: usize) -> (usize, usize) {
+    let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+        if set_int(fd, libc::SOL_SOCKET, force, v).is_err() {
+            let _ = set_int(fd, libc::SOL_SOCKET, plain, v);
+        }
+    }
+    let g = |o| get_int(fd, libc::SOL_SOCKET, o).map(|v| v as usize).unwrap_or(0);
+    (g(libc::SO_SNDBUF), g(libc::SO_RCVBUF))
+}
+
+/// Byte counters the kernel keeps per TCP connection (`struct tcp_info`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpBytes {
+    /// Bytes sent and acknowledged by the peer (`tcpi_bytes_acked`).
+    pub acked: u64,
+    /// Bytes received (`tcpi_bytes_received`).
+    pub received: u64,
+}
+
+/// Reads `tcpi_bytes_acked` and `tcpi_bytes_received` (Linux 4.1+).
+pub fn tcp_bytes(fd: RawFd) -> io::Result<TcpBytes> {
+    // struct tcp_info is 232+ bytes on current kernels; the two counters sit at offsets 120/128.
+    let mut buf = [0u64; 40];
+    let mut len = size_of::<[u64; 40]>() as libc::socklen_t;
+    // SAFETY: buf is live and len holds its size; the kernel writes at most len bytes.
+    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) };
+    cvt(r as libc::c_long)?;
+    if (len as usize) < 136 {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "tcp_info has no byte counters on this kernel"));
+    }
+    Ok(TcpBytes { acked: buf[15], received: buf[16] })
+}
+
+/// Creates a non-blocking, close-on-exec eventfd.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call; a non-negative result is a new fd we own.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    cvt(fd as libc::c_long)?;
+    // SAFETY: fd was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds 1 to an eventfd (wakes whoever polls it).
+pub fn eventfd_signal(fd: &OwnedFd) -> io::Result<()> {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64.
+    let r = unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    cvt(r as libc::c_long).map(|_| ())
+}
+
+/// Waits until one of `fds` has `events` pending or `timeout_ms` passed (-1: forever);
+/// returns the `revents` of each fd. EINTR counts as a timeout with nothing ready.
+pub fn poll(fds: &[(RawFd, libc::c_short)], timeout_ms: i32) -> io::Result<Vec<libc::c_short>> {
+    let mut p: Vec<libc::pollfd> = fds.iter().map(|&(fd, events)| libc::pollfd { fd, events, revents: 0 }).collect();
+    // SAFETY: p is a live array of p.len() pollfd structs.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![0; p.len()]);
+        }
+        return Err(e);
+    }
+    Ok(p.iter().map(|x| x.revents).collect())
+}
+
+/// `shutdown(fd, SHUT_RDWR)`, ignoring "not connected".
+pub fn shutdown_rdwr(fd: RawFd) {
+    // SAFETY: shutdown on an fd has no memory effects; errors (ENOTCONN) are harmless here.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+}
+
+/// Number of open file descriptors of this process (entries of `/proc/self/fd`).
+pub fn open_fds() -> io::Result<usize> {
+    // The directory handle itself is one entry while reading: subtract it.
+    Ok(std::fs::read_dir("/proc/self/fd")?.count().saturating_sub(1))
+}
+
+/// Number of threads of this process (`/proc/self/task`).
+pub fn thread_count() -> io::Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/task")?.count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn loopback_has_no_napi_and_counts_bytes() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        use std::io::{Read, Write};
+        c.write_all(b"hello").unwrap();
+        let mut b = [0u8; 5];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(napi_id(s.as_raw_fd()).unwrap(), 0, "loopback has no NAPI id");
+        let t = tcp_bytes(s.as_raw_fd()).unwrap();
+        assert_eq!(t.received, 5);
+        let bp = set_busy_poll(s.as_raw_fd(), 50);
+        if let Ok(v) = bp {
+            assert_eq!(v, 50);
+        }
+        let (snd, rcv) = set_buffers(c.as_raw_fd(), 8192);
+        assert!(snd >= 8192 && rcv >= 8192, "{snd} {rcv}");
+    }
+
+    #[test]
+    fn eventfd_wakes_poll() {
+        let e = eventfd().unwrap();
+        let r = poll(&[(e.as_raw_fd(), libc::POLLIN)], 0).unwrap();
+        assert_eq!(r[0] & libc::POLLIN, 0, "nothing signalled yet");
+        eventfd_signal(&e).unwrap();
+        let r = poll(&[(e.as_raw_fd(), libc::POLLIN)], 0).unwrap();
+        assert!(r[0] & libc::POLLIN != 0);
+    }
+}

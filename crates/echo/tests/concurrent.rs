@@ -1,0 +1,52 @@
+//! 200 concurrent clients against each server: every byte echoed, no fd or thread leak, and the
+//! server still answers afterwards. Alone in its test binary so that /proc/self/fd counts only
+//! this test's descriptors.
+
+mod common;
+
+use std::time::Duration;
+
+use schedlab_echo::server::Mode;
+use schedlab_echo::sys;
+
+const CLIENTS: usize = 200;
+const SIZES: [u64; 3] = [1, 4 << 10, 64 << 10];
+const ROUNDS: u64 = 5;
+
+#[test]
+fn two_hundred_clients_per_mode() {
+    for mode in Mode::ALL {
+        if let Err(e) = mode.probe() {
+            eprintln!("SKIP: {mode}: {e}");
+            continue;
+        }
+        let fds_before = sys::open_fds().unwrap();
+        let threads_before = sys::thread_count().unwrap();
+        let srv = common::start(mode).unwrap();
+        let addr = srv.local_addr();
+        std::thread::scope(|sc| {
+            for i in 0..CLIENTS {
+                std::thread::Builder::new()
+                    .stack_size(256 << 10)
+                    .spawn_scoped(sc, move || common::bursts(addr, SIZES[i % SIZES.len()], ROUNDS))
+                    .unwrap();
+            }
+        });
+        // Still answers.
+        assert_eq!(common::bursts(addr, 1000, 3), 3);
+        let rep = srv.shutdown();
+        let expected: u64 = (0..CLIENTS).map(|i| SIZES[i % SIZES.len()] * ROUNDS).sum::<u64>() + 3000;
+        assert_eq!(rep.connections.len(), CLIENTS + 1, "{mode}: {rep}");
+        assert_eq!(rep.bytes_echoed, expected, "{mode}: every byte echoed");
+        assert_eq!(rep.refused, 0, "{mode}");
+        assert_eq!(rep.bpf_objects_remaining, 0, "{mode}");
+        assert_eq!(sys::open_fds().unwrap(), fds_before, "{mode}: file descriptors leaked");
+        // Thread exit is asynchronous in the kernel; give it a moment.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while sys::thread_count().unwrap() > threads_before && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(sys::thread_count().unwrap(), threads_before, "{mode}: threads leaked");
+        eprintln!("{mode}: {} connections, {} bytes echoed, fds {fds_before} before and after", rep.connections.len(), rep.bytes_echoed);
+    }
+}

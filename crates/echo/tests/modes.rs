@@ -1,0 +1,161 @@
+//! Every mode echoes 1 B, 4 KiB, 64 KiB and 1 MiB bursts correctly, survives clients that
+//! vanish or send garbage, reports busy poll honestly, and releases its BPF objects.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::Duration;
+
+use schedlab_echo::server::{Mode, Server, ServerConfig};
+
+const SIZES: [u64; 4] = [1, 4 << 10, 64 << 10, 1 << 20];
+
+#[test]
+fn every_mode_echoes_every_size() {
+    for mode in Mode::ALL {
+        let Some(srv) = common::start(mode) else { continue };
+        let addr = srv.local_addr();
+        let mut expected = 0;
+        for size in SIZES {
+            let rounds = if size >= 1 << 20 { 4 } else { 20 };
+            assert_eq!(common::bursts(addr, size, rounds), rounds as usize, "{mode} {size}");
+            expected += size * rounds;
+        }
+        // Let the server see the last client's close before stopping it.
+        let t = std::time::Instant::now();
+        while srv.finished_connections() < SIZES.len() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let rep = srv.shutdown();
+        assert_eq!(rep.connections.len(), SIZES.len(), "{mode}: {rep}");
+        assert_eq!(rep.bytes_echoed, expected, "{mode}: the server's own count of echoed bytes");
+        assert!(rep.connections.iter().all(|c| c.end == "closed by peer"), "{mode}: {:?}", rep.connections);
+        if mode == Mode::Sockmap {
+            assert!(rep.bpf_objects_created >= 1 + 2 * SIZES.len(), "parser + map and verdict per connection");
+            assert_eq!(rep.bpf_objects_remaining, 0, "no BPF program or map of the server is left");
+        }
+    }
+}
+
+/// A client that sends before the server has set its socket up (no settle pause) is echoed too:
+/// for sockmap this is the bytes-queued-before-the-map case.
+#[test]
+fn data_sent_before_setup_is_echoed() {
+    for mode in Mode::ALL {
+        let Some(srv) = common::start(mode) else { continue };
+        for _ in 0..10 {
+            let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(b"early bird").unwrap();
+            let mut b = [0u8; 10];
+            s.read_exact(&mut b).unwrap_or_else(|e| panic!("{mode}: {e}"));
+            assert_eq!(&b, b"early bird");
+        }
+    }
+}
+
+#[test]
+fn vanishing_and_garbage_clients_do_not_hurt() {
+    for mode in Mode::ALL {
+        let Some(srv) = common::start(mode) else { continue };
+        let addr = srv.local_addr();
+        // Connects and leaves at once.
+        drop(TcpStream::connect(addr).unwrap());
+        // Sends 4 MiB of garbage and vanishes without reading: the server's sends fail.
+        {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+            let junk: Vec<u8> = (0..4u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+            let _ = s.write(&junk);
+            // Reset rather than close: linger 0.
+            let s2 = socket_with_linger0(s);
+            drop(s2);
+        }
+        // Sends garbage, half-closes, and gets exactly the garbage back.
+        {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let junk: Vec<u8> = (0..100_000u32).map(|i| (i ^ (i >> 7)) as u8).collect();
+            s.write_all(&junk).unwrap();
+            let mut back = vec![0u8; junk.len()];
+            s.read_exact(&mut back).unwrap_or_else(|e| panic!("{mode}: {e}"));
+            assert_eq!(back, junk, "{mode}");
+            s.shutdown(Shutdown::Write).unwrap();
+        }
+        // The server still answers.
+        assert_eq!(common::bursts(addr, 4096, 5), 5, "{mode}");
+        let rep = srv.shutdown();
+        assert!(rep.connections.len() >= 4, "{mode}: {rep}");
+        assert_eq!(rep.bpf_objects_remaining, 0);
+    }
+}
+
+fn socket_with_linger0(s: TcpStream) -> TcpStream {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: passes a live linger struct and its size.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    s
+}
+
+#[test]
+fn busy_poll_is_set_and_reported_as_ineffective_on_loopback() {
+    for mode in [Mode::Naive, Mode::IoUring] {
+        if mode.probe().is_err() {
+            eprintln!("SKIP: {mode} unavailable");
+            continue;
+        }
+        let mut cfg = ServerConfig::new(mode, "127.0.0.1:0".parse().unwrap());
+        cfg.busy_poll_us = Some(50);
+        let srv = Server::start(cfg).unwrap();
+        common::bursts(srv.local_addr(), 100, 3);
+        let rep = srv.shutdown();
+        let c = &rep.connections[0];
+        if c.busy_poll_us == Some(0) {
+            eprintln!("SKIP: SO_BUSY_POLL refused here (not root?)");
+            continue;
+        }
+        assert_eq!(c.busy_poll_us, Some(50), "{mode}: read back from the socket");
+        assert_eq!(c.napi_id, Some(0), "loopback has no NAPI");
+        assert!(c.to_string().contains("cannot take effect"), "{c}");
+    }
+}
+
+#[test]
+fn shutdown_with_clients_still_connected_ends_everything() {
+    for mode in Mode::ALL {
+        let Some(srv) = common::start(mode) else { continue };
+        let mut held: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(srv.local_addr()).unwrap()).collect();
+        for s in &mut held {
+            s.write_all(b"x").unwrap();
+            let mut b = [0u8; 1];
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.read_exact(&mut b).unwrap();
+        }
+        let t = std::time::Instant::now();
+        let rep = srv.shutdown();
+        assert!(t.elapsed() < Duration::from_secs(5), "{mode}: shutdown took {:?}", t.elapsed());
+        assert_eq!(rep.connections.len(), 5, "{mode}: {rep}");
+        assert!(rep.connections.iter().all(|c| c.end == "server shutdown"), "{mode}: {:?}", rep.connections);
+        for s in &mut held {
+            let mut b = [0u8; 1];
+            assert_eq!(s.read(&mut b).unwrap_or(0), 0, "{mode}: the server closed the connection");
+        }
+    }
+}
+
+#[test]
+fn port_in_use_is_a_clear_error() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let e = Server::start(ServerConfig::new(Mode::Naive, l.local_addr().unwrap())).err().expect("must fail");
+    assert!(e.to_string().contains("already in use"), "{e}");
+}
