@@ -1,7 +1,645 @@
-//! Command-line entry point (being built; see the issue tracker).
+//! `schedlab sched`: parses the seed's command line (client options, then `--` and the scheduler's
+//! single-dash long options), runs the harness, prints one line per client and a TOTAL line, and
+//! writes the timestamp files and the JSON report.
+
 use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{bail, Context, Result};
+use schedlab_policy::{Alpha, FlowWeight};
+use schedlab_report::machine::online_cpus;
+use schedlab_report::{MachineInfo, Summary, ThreadInfo};
+use serde::Serialize;
+
+use crate::harness::{run, Alg, ClientResult, Config, RunResult};
+use crate::traffic::{self, Traffic};
+use crate::units::{human, parse_bps, parse_duration, Bps, Nanos};
+
+const HELP: &str = "\
+schedlab sched — the real multi-threaded scheduler harness
+
+Client threads generate traffic from a program; each feeds its own bounded lock-free ring; one
+scheduler thread polls the rings, enqueues the packets into the policy and releases them at the
+emulated link rate; each client polls for the marks and counts its packets as transmitted.
+
+Usage: schedlab sched [client options] [-- [scheduler options]]
+       schedlab sched --bench [-d TIME] [-q SIZE] [-a CPU]
+
+Client options:
+  -t N        number of client threads (default 1)
+  -f PATH     traffic program (default ./sched.txt; without it an embedded default program runs)
+  -q SIZE     ring size between each client and the scheduler, packets (default 100)
+  -b BW       emulated link rate, bits/s with k/M/G/T suffixes, e.g. 20M, 10T (default unlimited;
+              'unlimited' also accepted)
+  -i TIME     scheduler polling interval (bare number: us; ns/us/ms/s suffixes; default 5)
+  -c TIME     client polling interval for the marks (same units; default 5)
+  -p PREFIX   timestamp files are PREFIXqueue-i.txt (default: no prefix, current directory)
+  -a CPU      pin the scheduler thread to this CPU
+  -B N        at most N packets released per scheduler pass (default 500)
+  -D          distributed mode: an idle scheduler thread sleeps on an eventfd and the clients
+              trylock the scheduler and run it themselves
+  -d, --duration TIME   stop after TIME at the latest (bare number: seconds)
+  --json FILE           write the results as JSON ('-' for stdout)
+  --ts-limit N          timestamp records kept per client (default 100000; 0 writes no files)
+  --no-timestamps       same as --ts-limit 0
+
+Scheduler options (after --):
+  -flowsets W:L:N,...   N flows of weight W and maximum packet length L bytes, numbered
+                        consecutively; client i is flow i
+  -alg NAME             fifo | rr (deficit round robin, quantum W x L) | wf2qp | qfq |
+                        alpha (needs -alpha X) | sf (shortest first); default fifo
+  -alpha X              alpha for -alg alpha (for alpha and sf a client's burst is one message)
+
+Traffic file: lines 'DURATION RATE [PKTLEN [BURST]]' (e.g. '1s 100M 64 1'), 'thread N' or
+'thread all' to choose the thread the next lines program, '#' comments.
+
+Timestamp files (one line per packet through the ring, TAB separated, times from CLOCK_MONOTONIC
+in ns): cli_enq (absolute), sch_enq - cli_enq, sch_deq - sch_enq, cli_deq - sch_deq, pkt_len,
+flags ('D' = dropped by the scheduler).
+
+Example: schedlab sched -t 4 -f sched.txt -b 20M -q 100 -i 20 -c 5 -- -flowsets 100:1500:1,1:1500:16 -alg rr
+";
+
+/// Parsed command line.
+#[derive(Debug)]
+struct Args {
+    cfg: Config,
+    traffic_source: String,
+    prefix: String,
+    json: Option<PathBuf>,
+    bench: bool,
+}
+
+fn value<'a>(it: &mut impl Iterator<Item = &'a String>, opt: &str, inline: Option<&'a str>) -> Result<&'a str> {
+    match inline {
+        Some(v) => Ok(v),
+        None => it.next().map(|s| s.as_str()).with_context(|| format!("option {opt} needs a value (see --help)")),
+    }
+}
+
+fn parse_count(v: &str, opt: &str, what: &str) -> Result<usize> {
+    let n: i64 = v.trim().parse().with_context(|| format!("{opt} '{v}': {what} must be a whole number"))?;
+    if n < 1 {
+        bail!("{opt} {v}: {what} must be at least 1");
+    }
+    Ok(n as usize)
+}
+
+/// `W:L:N,...` -> one `FlowWeight` per flow.
+pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
+    let mut flows = Vec::new();
+    for (k, set) in s.split(',').enumerate() {
+        let parts: Vec<&str> = set.split(':').collect();
+        let ctx = || format!("-flowsets entry {} '{set}'", k + 1);
+        if parts.len() != 3 {
+            bail!("{}: expected WEIGHT:MAXLEN:FLOWS, e.g. 1:1500:16", ctx());
+        }
+        let num = |i: usize, name: &str, max: u64| -> Result<u32> {
+            let v: u64 = parts[i].parse().with_context(|| format!("{}: {name} '{}' is not a whole number", ctx(), parts[i]))?;
+            if v == 0 || v > max {
+                bail!("{}: {name} must be in 1..={max}", ctx());
+            }
+            Ok(v as u32)
+        };
+        let weight = num(0, "WEIGHT", 1 << 16)?;
+        let max_len = num(1, "MAXLEN", u64::from(traffic::MAX_PKT_LEN))?;
+        let n = num(2, "FLOWS", 1 << 16)?;
+        flows.extend((0..n).map(|_| FlowWeight::new(weight, max_len)));
+    }
+    Ok(flows)
+}
+
+fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
+    Ok(match name {
+        "fifo" => Alg::Fifo,
+        "rr" | "drr" => Alg::Rr,
+        "wf2qp" | "wf2q+" => Alg::Wf2qp,
+        "qfq" => Alg::Qfq,
+        "sf" => Alg::Sf,
+        "alpha" => {
+            let a = alpha.context("-alg alpha needs -alpha X (e.g. -alpha 10)")?;
+            Alg::Alpha(Alpha::new(a).map_err(|e| anyhow::anyhow!("-alpha {a}: {e}"))?)
+        }
+        other => bail!("unknown -alg '{other}': use fifo, rr, wf2qp, qfq, alpha or sf"),
+    })
+}
+
+fn parse_args(argv: &[String]) -> Result<Option<Args>> {
+    let mut threads = 1usize;
+    let mut file: Option<PathBuf> = None;
+    let mut queue = 100usize;
+    let mut bandwidth: Option<Bps> = None;
+    let mut sched_poll = Nanos(5_000);
+    let mut client_poll = Nanos(5_000);
+    let mut prefix = String::new();
+    let mut sched_cpu = None;
+    let mut batch = 500usize;
+    let mut distributed = false;
+    let mut duration_cap = None;
+    let mut json = None;
+    let mut ts_limit = 100_000usize;
+    let mut bench = false;
+    let mut flowsets: Option<Vec<FlowWeight>> = None;
+    let mut alg_name = "fifo".to_string();
+    let mut alpha = None;
+    let mut in_sched = false;
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            in_sched = true;
+            continue;
+        }
+        // `--opt=value` and `-xVALUE` forms.
+        let (opt, inline) = match arg.split_once('=') {
+            Some((o, v)) if o.starts_with("--") || (in_sched && o.starts_with('-')) => (o, Some(v)),
+            _ if !in_sched && arg.len() > 2 && arg.starts_with('-') && !arg.starts_with("--") => {
+                (&arg[..2], Some(&arg[2..]))
+            }
+            _ => (arg.as_str(), None),
+        };
+        if in_sched {
+            match opt.trim_start_matches('-') {
+                "flowsets" => flowsets = Some(parse_flowsets(value(&mut it, opt, inline)?)?),
+                "alg" => alg_name = value(&mut it, opt, inline)?.to_string(),
+                "alpha" => {
+                    let v = value(&mut it, opt, inline)?;
+                    alpha = Some(v.parse::<f64>().with_context(|| format!("-alpha '{v}' is not a number"))?);
+                }
+                "h" | "help" => return Ok(None),
+                _ => bail!("unknown scheduler option '{arg}' (after --): use -flowsets, -alg, -alpha"),
+            }
+            continue;
+        }
+        match opt {
+            "-h" | "--help" => return Ok(None),
+            "-t" => threads = parse_count(value(&mut it, opt, inline)?, "-t", "the number of client threads")?,
+            "-f" => file = Some(PathBuf::from(value(&mut it, opt, inline)?)),
+            "-q" => queue = parse_count(value(&mut it, opt, inline)?, "-q", "the queue size")?,
+            "-b" => {
+                let v = value(&mut it, opt, inline)?;
+                bandwidth = match v {
+                    "unlimited" | "inf" => None,
+                    _ => {
+                        let b = parse_bps(v).with_context(|| format!("-b {v}"))?;
+                        if b.0 == 0 {
+                            bail!("-b 0: the link rate must be positive (write -b unlimited for no limit)");
+                        }
+                        Some(b)
+                    }
+                }
+            }
+            "-i" => sched_poll = parse_duration(value(&mut it, opt, inline)?, 1000).context("-i")?,
+            "-c" => client_poll = parse_duration(value(&mut it, opt, inline)?, 1000).context("-c")?,
+            "-p" => prefix = value(&mut it, opt, inline)?.to_string(),
+            "-a" => {
+                let v = value(&mut it, opt, inline)?;
+                sched_cpu = Some(v.parse::<usize>().with_context(|| format!("-a '{v}': give a CPU number"))?);
+            }
+            "-B" => batch = parse_count(value(&mut it, opt, inline)?, "-B", "the dequeue batch limit")?,
+            "-D" => {
+                if inline.is_some_and(|v| !v.is_empty()) {
+                    bail!("-D takes no value");
+                }
+                distributed = true
+            }
+            "-d" | "--duration" => {
+                let v = value(&mut it, opt, inline)?;
+                let d = parse_duration(v, 1_000_000_000).with_context(|| format!("{opt} {v}"))?;
+                if d.0 == 0 {
+                    bail!("{opt} {v}: the duration must be positive");
+                }
+                duration_cap = Some(d);
+            }
+            "--json" => json = Some(PathBuf::from(value(&mut it, opt, inline)?)),
+            "--ts-limit" => {
+                let v = value(&mut it, opt, inline)?;
+                ts_limit = v.parse().with_context(|| format!("--ts-limit '{v}': give a number of records"))?;
+            }
+            "--no-timestamps" => ts_limit = 0,
+            "--bench" => bench = true,
+            _ => bail!("unknown option '{arg}' (scheduler options go after --; see --help)"),
+        }
+    }
+    let alg = parse_alg(&alg_name, alpha)?;
+    if alpha.is_some() && !matches!(alg, Alg::Alpha(_)) {
+        bail!("-alpha is only used with -alg alpha");
+    }
+    let flows = match (alg.flow_level(), flowsets) {
+        (true, Some(f)) => f,
+        (true, None) if bench => Vec::new(),
+        (true, None) => bail!(
+            "-alg {alg_name} needs -flowsets WEIGHT:MAXLEN:FLOWS (e.g. -- -flowsets 1:1500:{threads} -alg {alg_name})"
+        ),
+        (false, f) => f.unwrap_or_default(),
+    };
+    let (traffic, traffic_source) = if bench {
+        (Traffic { programs: vec![Vec::new(); threads], warnings: vec![] }, "--bench".to_string())
+    } else {
+        match file {
+            Some(path) => (traffic::load(&path, threads)?, path.display().to_string()),
+            None if Path::new("sched.txt").exists() => {
+                (traffic::load(Path::new("sched.txt"), threads)?, "sched.txt".to_string())
+            }
+            None => (
+                traffic::parse(traffic::DEFAULT_PROGRAM, "<embedded default>", threads)?,
+                "<embedded default program: every client 1s at 100 Mb/s, 1500-byte packets, bursts of 1>".to_string(),
+            ),
+        }
+    };
+    if alg == Alg::Qfq {
+        for (i, p) in traffic.programs.iter().enumerate() {
+            if let (Some(s), Some(f)) = (p.iter().find(|s| s.pkt_len > flows.get(i).map_or(u32::MAX, |f| f.max_len)), flows.get(i)) {
+                bail!(
+                    "thread {i} sends {}-byte packets but its flow's MAXLEN is {}: QFQ needs MAXLEN >= every packet (raise it in -flowsets)",
+                    s.pkt_len,
+                    f.max_len
+                );
+            }
+        }
+    }
+    let cfg = Config {
+        threads,
+        traffic,
+        queue,
+        bandwidth,
+        sched_poll,
+        client_poll,
+        sched_cpu,
+        batch,
+        distributed,
+        duration_cap,
+        alg,
+        flows,
+        ts_limit,
+        trace: false,
+    };
+    Ok(Some(Args { cfg, traffic_source, prefix, json, bench }))
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs the command; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> anyhow::Result<i32> {
-    anyhow::bail!("'{}' is not available in this build yet", args[0].to_string_lossy())
+pub fn main(args: Vec<OsString>) -> Result<i32> {
+    let argv: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
+        .collect::<Result<_>>()?;
+    let Some(args) = parse_args(&argv)? else {
+        print!("{HELP}");
+        return Ok(0);
+    };
+    if args.bench {
+        return bench_main(&args);
+    }
+    for w in &args.cfg.traffic.warnings {
+        eprintln!("schedlab sched: warning: {w}");
+    }
+    // Ctrl-C: stop the run and print what was measured so far. Set once per process.
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    });
+    let cfg = &args.cfg;
+    let machine = MachineInfo::collect();
+    println!("{}", machine.line());
+    println!(
+        "config: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows{}{}",
+        cfg.threads,
+        args.traffic_source,
+        cfg.queue,
+        cfg.bandwidth.map_or("unlimited".into(), |b| b.to_string()),
+        cfg.sched_poll,
+        cfg.client_poll,
+        cfg.batch,
+        cfg.alg.name(),
+        if cfg.alg.message_level() { " (a burst is one message)" } else { "" },
+        cfg.flows.len(),
+        if cfg.distributed { ", distributed (-D)" } else { "" },
+        cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
+    );
+    let r = run(cfg, &INTERRUPTED)?;
+    if r.interrupted {
+        println!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
+    }
+    let report = Report::new(&args, &r, machine);
+    print!("{}", report.text());
+    if cfg.ts_limit > 0 {
+        let files = write_timestamps(&args.prefix, &r.clients)?;
+        let truncated: u64 = r.clients.iter().map(|c| c.timestamps_truncated).sum();
+        println!(
+            "timestamps: {} ({} records{})",
+            files.join(", "),
+            r.clients.iter().map(|c| c.timestamps.len()).sum::<usize>(),
+            if truncated > 0 { format!("; {truncated} later packets not logged, raise --ts-limit") } else { String::new() }
+        );
+    }
+    if let Some(path) = &args.json {
+        schedlab_report::export::write_json(path, &report)?;
+    }
+    Ok(if r.interrupted { 130 } else { 0 })
+}
+
+/// Writes `PREFIXqueue-i.txt` for every client; returns the file names.
+fn write_timestamps(prefix: &str, clients: &[ClientResult]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        let name = format!("{prefix}queue-{i}.txt");
+        let f = std::fs::File::create(&name).with_context(|| format!("cannot create timestamp file {name}"))?;
+        let mut w = std::io::BufWriter::new(f);
+        for t in &c.timestamps {
+            writeln!(
+                w,
+                "{}\t{}\t{}\t{}\t{}\t{}",
+                t.cli_enq,
+                t.sch_enq,
+                t.sch_deq,
+                t.cli_deq,
+                t.len,
+                if t.dropped { "D" } else { "" }
+            )
+            .with_context(|| format!("writing {name}"))?;
+        }
+        w.flush().with_context(|| format!("writing {name}"))?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Per-client figures, as printed and as written to JSON.
+#[derive(Debug, Serialize)]
+pub struct ClientReport {
+    pub client: usize,
+    pub generated_pkts: u64,
+    pub transmitted_pkts: u64,
+    pub ring_full_drops: u64,
+    pub sched_drops: u64,
+    pub queued_at_stop_pkts: u64,
+    pub bits: u64,
+    pub rate_bps: f64,
+    pub rate_pps: f64,
+    pub delay_us: Summary,
+    pub sched_passes_run: u64,
+    pub thread: ThreadInfo,
+}
+
+/// The whole JSON report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub machine: MachineInfo,
+    pub command: Vec<String>,
+    pub traffic: String,
+    pub threads: usize,
+    pub queue_pkts: usize,
+    pub alg: String,
+    pub flows: usize,
+    pub link_nominal_bps: Option<u64>,
+    pub link_achieved_bps: f64,
+    pub link_utilisation: Option<f64>,
+    pub sched_poll_ns: u64,
+    pub client_poll_ns: u64,
+    pub batch: usize,
+    pub distributed: bool,
+    pub elapsed_s: f64,
+    pub interrupted: bool,
+    pub scheduler_thread: Option<ThreadInfo>,
+    pub scheduler_requested_cpu: Option<usize>,
+    pub scheduler_pin_error: Option<String>,
+    pub scheduler_passes: u64,
+    pub client_sched_passes: u64,
+    pub scheduler_wakeups: u64,
+    pub trylock_busy: u64,
+    pub cpus_available: Vec<usize>,
+    pub clients: Vec<ClientReport>,
+    pub total_pkts: u64,
+    pub total_bits: u64,
+    pub total_rate_pps: f64,
+    pub total_rate_bps: f64,
+    pub total_drops: u64,
+    pub total_delay_us: Summary,
+}
+
+impl Report {
+    fn new(args: &Args, r: &RunResult, machine: MachineInfo) -> Report {
+        let secs = r.elapsed.secs().max(1e-9);
+        let mut all = schedlab_report::Hist::new();
+        let clients: Vec<ClientReport> = r
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                all.merge(&c.delay);
+                ClientReport {
+                    client: i,
+                    generated_pkts: c.generated,
+                    transmitted_pkts: c.transmitted,
+                    ring_full_drops: c.ring_drops,
+                    sched_drops: c.sched_drops,
+                    queued_at_stop_pkts: c.queued_at_stop,
+                    bits: c.bits,
+                    rate_bps: c.bits as f64 / secs,
+                    rate_pps: c.transmitted as f64 / secs,
+                    delay_us: c.delay.summary(1000.0),
+                    sched_passes_run: c.sched_passes,
+                    thread: c.thread.clone(),
+                }
+            })
+            .collect();
+        let total_bits: u64 = clients.iter().map(|c| c.bits).sum();
+        let total_pkts: u64 = clients.iter().map(|c| c.transmitted_pkts).sum();
+        let cfg = &args.cfg;
+        let achieved = total_bits as f64 / secs;
+        Report {
+            machine,
+            command: std::env::args().collect(),
+            traffic: args.traffic_source.clone(),
+            threads: cfg.threads,
+            queue_pkts: cfg.queue,
+            alg: cfg.alg.name(),
+            flows: cfg.flows.len(),
+            link_nominal_bps: cfg.bandwidth.map(|b| b.0),
+            link_achieved_bps: achieved,
+            link_utilisation: cfg.bandwidth.map(|b| achieved / b.0 as f64),
+            sched_poll_ns: cfg.sched_poll.0,
+            client_poll_ns: cfg.client_poll.0,
+            batch: cfg.batch,
+            distributed: cfg.distributed,
+            elapsed_s: r.elapsed.secs(),
+            interrupted: r.interrupted,
+            scheduler_thread: r.scheduler_thread.clone(),
+            scheduler_requested_cpu: cfg.sched_cpu,
+            scheduler_pin_error: r.sched_pin_error.clone(),
+            scheduler_passes: r.sched.passes,
+            client_sched_passes: r.client_passes,
+            scheduler_wakeups: r.wakeups,
+            trylock_busy: r.trylock_busy,
+            cpus_available: online_cpus(),
+            total_pkts,
+            total_bits,
+            total_rate_pps: total_pkts as f64 / secs,
+            total_rate_bps: achieved,
+            total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
+            total_delay_us: all.summary(1000.0),
+            clients,
+        }
+    }
+
+    /// The human output: one line per client, the TOTAL line, the link and the placement.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for c in &self.clients {
+            let d = &c.delay_us;
+            s += &format!(
+                "client {:>3}: {:>12} bits {:>14} {:>10} pkts {:>13} {:>9} drops  delay us avg {:.1} p50 {:.1} p99 {:.1} max {:.1}  (cpu {})\n",
+                c.client,
+                c.bits,
+                human(c.rate_bps, "b/s"),
+                c.transmitted_pkts,
+                human(c.rate_pps, "pps"),
+                c.ring_full_drops + c.sched_drops,
+                d.mean,
+                d.p50,
+                d.p99,
+                d.max,
+                c.thread.cpu,
+            );
+        }
+        s += &format!(
+            "TOTAL: {} bits {} {} pkts {:.3} Mpps {} drops  delay us p50 {:.1} p99 {:.1} max {:.1}  in {:.3} s\n",
+            self.total_bits,
+            human(self.total_rate_bps, "b/s"),
+            self.total_pkts,
+            self.total_rate_pps / 1e6,
+            self.total_drops,
+            self.total_delay_us.p50,
+            self.total_delay_us.p99,
+            self.total_delay_us.max,
+            self.elapsed_s,
+        );
+        s += &match self.link_nominal_bps {
+            Some(n) => format!(
+                "link: nominal {}, achieved {} ({:.1}% of nominal)\n",
+                Bps(n),
+                human(self.link_achieved_bps, "b/s"),
+                100.0 * self.link_utilisation.unwrap_or(0.0)
+            ),
+            None => format!("link: unlimited (no -b), achieved {}\n", human(self.link_achieved_bps, "b/s")),
+        };
+        let placement = match (&self.scheduler_thread, &self.scheduler_pin_error) {
+            (_, Some(e)) => format!("NOT pinned ({e})"),
+            (Some(t), None) => format!(
+                "ran on cpu {} (allowed {:?}), {} prio {}",
+                t.cpu,
+                t.allowed_cpus,
+                t.policy.name(),
+                t.priority
+            ),
+            (None, None) => "unknown".into(),
+        };
+        s += &format!("scheduler: {placement}, {} passes", self.scheduler_passes);
+        if self.distributed {
+            s += &format!(
+                "; distributed: {} client passes, {} wake-ups, {} busy trylocks",
+                self.client_sched_passes, self.scheduler_wakeups, self.trylock_busy
+            );
+        }
+        s += "\n";
+        s
+    }
+}
+
+fn bench_main(args: &Args) -> Result<i32> {
+    let dur = args.cfg.duration_cap.unwrap_or(Nanos(1_000_000_000));
+    let machine = MachineInfo::collect();
+    println!("{}", machine.line());
+    println!("policy cost: ns per enqueue+dequeue pair with N backlogged flows (single thread)");
+    let pairs = 200_000u64;
+    let mut rows = Vec::new();
+    for alg in crate::bench::algorithms() {
+        let mut line = format!("  {:<10}", alg.name());
+        for flows in [1usize, 16, 1024] {
+            let ns = crate::bench::pair_ns(alg, flows, pairs);
+            line += &format!("  {flows:>5} flows {ns:>7.1} ns");
+            rows.push(serde_json::json!({"alg": alg.name(), "flows": flows, "pair_ns": ns}));
+        }
+        println!("{line}");
+    }
+    let queue = args.cfg.queue;
+    let bare = crate::bench::bare_ring_pps(queue, dur);
+    let harness = crate::bench::harness_pps(queue, dur, args.cfg.sched_cpu)?;
+    println!(
+        "throughput (1 client, rr, 60-byte packets, zero polling, unlimited link, queue {queue}, {dur} each):\n  bare ring {:.3} Mpps, harness {:.3} Mpps, ratio {:.2}",
+        bare / 1e6,
+        harness / 1e6,
+        harness / bare
+    );
+    if let Some(path) = &args.json {
+        let v = serde_json::json!({
+            "machine": machine,
+            "policy_pairs": rows,
+            "bare_ring_rate_pps": bare,
+            "harness_rate_pps": harness,
+            "harness_over_bare_ratio": harness / bare,
+            "queue_pkts": queue,
+            "duration_s": dur.secs(),
+        });
+        schedlab_report::export::write_json(path, &v)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Result<Option<Args>> {
+        parse_args(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn seed_command_lines_parse() {
+        let dir = std::env::temp_dir().join(format!("schedlab-sched-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("sched.txt");
+        std::fs::write(&f, "1s 100M 64 1\n").unwrap();
+        let a = args(&format!("-t 4 -f {} -b 20M -q 100 -i 20 -c 5 -- -flowsets 100:1500:1,1:1500:16 -alg rr", f.display()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.cfg.threads, 4);
+        assert_eq!(a.cfg.bandwidth, Some(Bps(20_000_000)));
+        assert_eq!(a.cfg.sched_poll, Nanos(20_000));
+        assert_eq!(a.cfg.client_poll, Nanos(5_000));
+        assert_eq!(a.cfg.flows.len(), 17);
+        assert_eq!(a.cfg.flows[0], FlowWeight::new(100, 1500));
+        assert_eq!(a.cfg.alg, Alg::Rr);
+        let b = args(&format!("-a 1 -t 1 -f {} -b 10T -q 20 -- -flowsets 1:1500:32 -alg rr", f.display())).unwrap().unwrap();
+        assert_eq!(b.cfg.bandwidth, Some(Bps(10_000_000_000_000)));
+        assert_eq!(b.cfg.sched_cpu, Some(1));
+        assert_eq!(b.cfg.flows.len(), 32);
+        let c = args(&format!("-f {} -i 100ns -c 0 -D -d 0.5 -- -alg alpha -alpha 2.5", f.display())).unwrap().unwrap();
+        assert_eq!(c.cfg.sched_poll, Nanos(100));
+        assert!(c.cfg.distributed);
+        assert_eq!(c.cfg.duration_cap, Some(Nanos(500_000_000)));
+        assert!(c.cfg.alg.message_level());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn bad_input_is_refused_clearly() {
+        let err = |s: &str| format!("{:#}", args(s).unwrap_err());
+        assert!(err("-q 0").contains("-q"));
+        assert!(err("-t 0").contains("at least 1"));
+        assert!(err("-b -5M").contains("negative"));
+        assert!(err("-b 0").contains("unlimited"));
+        assert!(err("-- -alg bogus").contains("unknown -alg 'bogus'"));
+        assert!(err("-- -alg rr").contains("-flowsets"));
+        assert!(err("-- -alg alpha").contains("-alpha"));
+        assert!(err("-- -flowsets 1:1500").contains("WEIGHT:MAXLEN:FLOWS"));
+        assert!(err("-- -flowsets 0:1500:1 -alg rr").contains("WEIGHT"));
+        assert!(err("-x").contains("unknown option"));
+        assert!(err("-t").contains("needs a value"));
+        assert!(err("-f /nonexistent/sched.txt").contains("/nonexistent/sched.txt"));
+    }
 }

@@ -1,2 +1,23 @@
-//! Real multi-threaded scheduler harness: client SPSC rings, one scheduler thread, emulated link.
+//! # schedlab-sched — the real multi-threaded scheduler harness
+//!
+//! The layer above `schedlab-policy`: the very policies the simulator runs, now driven by real
+//! threads at millions of packets per second.
+//!
+//! - [`traffic`]: client programs (the seed's traffic file: `DURATION RATE [PKTLEN [BURST]]`,
+//!   `thread N`);
+//! - [`ring`]: one bounded lock-free single-producer/single-consumer ring per client, where a slot
+//!   holds its packet from generation until the client sees it transmitted;
+//! - [`harness`]: client threads, the scheduler (a thread, or in distributed mode `-D` whichever
+//!   client holds the scheduler lock), link emulation at `-b`, exact per-client accounting
+//!   (generated = transmitted + dropped + still queued);
+//! - [`units`]: bandwidth and duration newtypes and their parsers (`20M`, `10T`, `5us`);
+//! - [`bench`]: the policy pair cost and ring/harness throughput measurements;
+//! - [`cli`]: `schedlab sched`, the seed's command line verbatim.
+//!
+//! Timestamps are `CLOCK_MONOTONIC` nanoseconds (see [`harness`]).
+pub mod bench;
 pub mod cli;
+pub mod harness;
+pub mod ring;
+pub mod traffic;
+pub mod units;

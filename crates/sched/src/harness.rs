@@ -1,0 +1,694 @@
+//! The run: client threads, their rings, the scheduler (a thread, or in distributed mode whoever
+//! holds the scheduler lock), the emulated link, and the exact accounting at the end.
+//!
+//! ## Clock
+//! Every timestamp is `CLOCK_MONOTONIC` in nanoseconds (the vDSO clock behind `Instant`), read
+//! once per client burst, per client poll and per scheduler pass (not per packet). The timestamp
+//! files' `cli_enq` is that clock's absolute value; the other three fields are nanosecond deltas.
+//!
+//! ## Link emulation
+//! The link is idle at `next_idle`; each released packet of `len` bytes moves it by
+//! `len × 8 / bw`, kept in fixed point (2^-16 ps) so that even `10T` with 60-byte packets (48 ps)
+//! accumulates exactly. The scheduler releases while `next_idle ≤ now`, at most `-B` packets per
+//! pass. A packet enqueued into an empty policy sets `next_idle = max(next_idle, now)`: idle time
+//! earns no credit, while a late scheduler pass still catches up with a backlog.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schedlab_policy::{Alpha, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Message, Policy, Qfq, Wf2qPlus};
+use schedlab_report::machine::{pin_current_thread, ThreadInfo};
+use schedlab_report::Hist;
+
+use crate::ring::{channel, Completion, Consumer, Producer};
+use crate::traffic::Traffic;
+use crate::units::{Bps, Nanos};
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The scheduling algorithm (`-alg`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Alg {
+    Fifo,
+    /// Deficit round robin, quantum = weight × max_len.
+    Rr,
+    Wf2qp,
+    Qfq,
+    /// Alpha scheduling with a fixed α; a client's burst is one message.
+    Alpha(Alpha),
+    /// Shortest remaining first (α = ∞); a client's burst is one message.
+    Sf,
+}
+
+impl Alg {
+    /// Bursts are single messages (message-level policies).
+    pub fn message_level(self) -> bool {
+        matches!(self, Alg::Alpha(_) | Alg::Sf)
+    }
+    /// Needs `-flowsets`.
+    pub fn flow_level(self) -> bool {
+        matches!(self, Alg::Rr | Alg::Wf2qp | Alg::Qfq)
+    }
+    /// Name as given to `-alg`.
+    pub fn name(self) -> String {
+        match self {
+            Alg::Fifo => "fifo".into(),
+            Alg::Rr => "rr".into(),
+            Alg::Wf2qp => "wf2qp".into(),
+            Alg::Qfq => "qfq".into(),
+            Alg::Alpha(a) => format!("alpha {a}"),
+            Alg::Sf => "sf".into(),
+        }
+    }
+    /// The policy, with the very code the simulator runs.
+    pub fn build(self, flows: &[FlowWeight]) -> AnyPolicy<Item> {
+        match self {
+            Alg::Fifo => AnyPolicy::Fifo(Fifo::new()),
+            Alg::Rr => AnyPolicy::Drr(Drr::new(flows)),
+            Alg::Wf2qp => AnyPolicy::Wf2qPlus(Wf2qPlus::new(flows)),
+            Alg::Qfq => AnyPolicy::Qfq(Qfq::new(flows)),
+            Alg::Alpha(a) => AnyPolicy::Alpha(AlphaSched::with_alpha(a)),
+            Alg::Sf => AnyPolicy::Alpha(AlphaSched::shortest_first()),
+        }
+    }
+}
+
+/// The policy's payload: which client, which ring position (first packet of the message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub client: u32,
+    pub pos: u64,
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub threads: usize,
+    pub traffic: Traffic,
+    pub queue: usize,
+    /// `None`: unlimited.
+    pub bandwidth: Option<Bps>,
+    pub sched_poll: Nanos,
+    pub client_poll: Nanos,
+    pub sched_cpu: Option<usize>,
+    pub batch: usize,
+    pub distributed: bool,
+    pub duration_cap: Option<Nanos>,
+    pub alg: Alg,
+    pub flows: Vec<FlowWeight>,
+    /// Timestamp records kept per client (0: none).
+    pub ts_limit: usize,
+    /// Record the scheduler's enqueue/release sequence (tests).
+    pub trace: bool,
+}
+
+/// Messages taken from one ring per client per scheduler visit.
+pub const VISIT: usize = 64;
+/// Distributed mode: the scheduler thread sleeps after this long without work.
+pub const IDLE_BEFORE_SLEEP: Nanos = Nanos(30_000);
+/// Distributed mode: clients wake the scheduler thread once they have spent this long scheduling
+/// since it went to sleep.
+pub const CLIENT_SCHED_BUDGET: Nanos = Nanos(50_000);
+
+/// One event of the scheduler's trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    Enqueue { client: u32, pos: u64, packets: u32, bytes: u32 },
+    Release { client: u32, pos: u64 },
+}
+
+/// The scheduler's state: the policy, the consumer ends, the link.
+pub struct Core<P> {
+    pub policy: P,
+    rings: Vec<Consumer>,
+    /// Link idle time in 2^-16 ps units; `None` cost means unlimited.
+    next_idle: u128,
+    fp_per_byte: Option<u128>,
+    batch: usize,
+    pub released: Vec<u64>,
+    pub sched_drops: Vec<u64>,
+    pub passes: u64,
+    pub trace: Option<Vec<TraceEvent>>,
+}
+
+impl<P: Policy<Item>> Core<P> {
+    pub fn new(policy: P, rings: Vec<Consumer>, bandwidth: Option<Bps>, batch: usize, trace: bool) -> Self {
+        let n = rings.len();
+        Core {
+            policy,
+            rings,
+            next_idle: 0,
+            // ps per byte in 2^-16 units: 8 bits * 1e12 ps * 65536 / bw.
+            fp_per_byte: bandwidth.map(|b| (8u128 * 1_000_000_000_000u128 << 16) / u128::from(b.0.max(1))),
+            batch: batch.max(1),
+            released: vec![0; n],
+            sched_drops: vec![0; n],
+            passes: 0,
+            trace: trace.then(Vec::new),
+        }
+    }
+
+    /// Packets taken from client `c`'s ring so far.
+    pub fn taken(&self, c: usize) -> u64 {
+        self.rings[c].taken()
+    }
+
+    /// One scheduler pass at time `now` (ns): take new messages from every ring, then release
+    /// packets while the link is idle. Returns the number of packets taken plus released.
+    #[inline]
+    pub fn pass(&mut self, now: u64) -> usize {
+        self.passes += 1;
+        let now_fp = u128::from(now) * 1000 << 16;
+        let mut work = 0;
+        for c in 0..self.rings.len() {
+            for _ in 0..VISIT {
+                let Some(m) = self.rings[c].take(now) else { break };
+                work += m.packets as usize;
+                if self.policy.is_empty() && self.next_idle < now_fp {
+                    self.next_idle = now_fp;
+                }
+                let item = Item { client: c as u32, pos: m.pos };
+                let msg = Message::new(item, c as u32, m.packets).with_bytes(m.len);
+                if let Some(t) = self.trace.as_mut() {
+                    t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len });
+                }
+                if self.policy.enqueue(msg).is_err() {
+                    for _ in 0..m.packets {
+                        self.rings[c].release(m.pos, now, true);
+                    }
+                    self.sched_drops[c] += u64::from(m.packets);
+                }
+            }
+        }
+        for _ in 0..self.batch {
+            if self.fp_per_byte.is_some() && self.next_idle > now_fp {
+                break;
+            }
+            let Some(pk) = self.policy.dequeue() else { break };
+            let c = pk.item.client as usize;
+            self.rings[c].release(pk.item.pos, now, false);
+            self.released[c] += 1;
+            if let Some(cost) = self.fp_per_byte {
+                self.next_idle += cost * u128::from(pk.bytes);
+            }
+            if let Some(t) = self.trace.as_mut() {
+                t.push(TraceEvent::Release { client: pk.item.client, pos: pk.item.pos });
+            }
+            work += 1;
+        }
+        work
+    }
+}
+
+const RUN: u8 = 0;
+const STOP: u8 = 1;
+const FINAL: u8 = 2;
+
+/// State shared by every thread of a run.
+struct Shared {
+    phase: AtomicU8,
+    core: Mutex<Core<AnyPolicy<Item>>>,
+    /// Distributed mode: the scheduler thread is asleep and clients may schedule.
+    sleeping: AtomicBool,
+    client_sched_ns: AtomicU64,
+    eventfd: Option<EventFd>,
+    wakeups: AtomicU64,
+    client_passes: AtomicU64,
+    trylock_busy: AtomicU64,
+}
+
+/// A Linux eventfd (owned; closed on drop).
+struct EventFd(libc::c_int);
+
+impl EventFd {
+    fn new() -> std::io::Result<EventFd> {
+        // SAFETY: plain syscall wrapper; the returned fd is owned by the EventFd.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(EventFd(fd))
+        }
+    }
+    fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
+        let _ = unsafe { libc::write(self.0, (&one as *const u64).cast(), 8) };
+    }
+    /// Waits up to `timeout_ms` for a notification; true when one was consumed.
+    fn wait(&self, timeout_ms: i32) -> bool {
+        let mut pfd = libc::pollfd { fd: self.0, events: libc::POLLIN, revents: 0 };
+        // SAFETY: `pfd` is a valid pollfd array of length 1.
+        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if r <= 0 {
+            return false;
+        }
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a valid u64 from our own eventfd.
+        unsafe { libc::read(self.0, (&mut v as *mut u64).cast(), 8) == 8 }
+    }
+}
+
+impl Drop for EventFd {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd and close it once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// One timestamp record (the six fields of the timestamp files).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TsRecord {
+    pub cli_enq: u64,
+    pub sch_enq: u64,
+    pub sch_deq: u64,
+    pub cli_deq: u64,
+    pub len: u32,
+    pub dropped: bool,
+}
+
+/// What one client did.
+#[derive(Clone, Debug)]
+pub struct ClientResult {
+    pub generated: u64,
+    pub ring_drops: u64,
+    pub sched_drops: u64,
+    pub transmitted: u64,
+    pub bits: u64,
+    /// Packets pushed but not transmitted/dropped at the end (in the ring or the policy).
+    pub queued_at_stop: u64,
+    /// Enqueue to mark seen, ns.
+    pub delay: Hist,
+    pub timestamps: Vec<TsRecord>,
+    pub timestamps_truncated: u64,
+    pub thread: ThreadInfo,
+    pub sched_passes: u64,
+}
+
+/// The scheduler's independent view at the end, per client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedView {
+    pub taken: Vec<u64>,
+    pub released: Vec<u64>,
+    pub sched_drops: Vec<u64>,
+    pub policy_queued: u64,
+    pub passes: u64,
+}
+
+/// Everything a run measured.
+#[derive(Debug)]
+pub struct RunResult {
+    pub clients: Vec<ClientResult>,
+    pub sched: SchedView,
+    pub elapsed: Nanos,
+    pub interrupted: bool,
+    pub scheduler_thread: Option<ThreadInfo>,
+    pub sched_pin_error: Option<String>,
+    pub wakeups: u64,
+    pub client_passes: u64,
+    pub trylock_busy: u64,
+    pub trace: Option<Vec<TraceEvent>>,
+}
+
+#[inline]
+fn spin_until(t: u64) {
+    // A busy spin, as in the original: yielding would hand the rest of the time slice to a
+    // spinning client whenever threads outnumber cores.
+    while now_ns() < t {
+        std::hint::spin_loop();
+    }
+}
+
+/// Runs the configuration. `interrupt` (Ctrl-C) ends it early; results are partial then.
+pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
+    anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
+    anyhow::ensure!(cfg.queue >= 1, "the queue size (-q) must be at least 1");
+    anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
+    if cfg.alg.flow_level() {
+        anyhow::ensure!(
+            cfg.flows.len() >= cfg.threads,
+            "-flowsets configures {} flows but there are {} clients (client i is flow i): add flows, e.g. -flowsets 1:1500:{}",
+            cfg.flows.len(),
+            cfg.threads,
+            cfg.threads
+        );
+    }
+    let mut producers = Vec::new();
+    let mut consumers = Vec::new();
+    for _ in 0..cfg.threads {
+        let (p, c) = channel(cfg.queue);
+        producers.push(p);
+        consumers.push(c);
+    }
+    let policy = cfg.alg.build(&cfg.flows);
+    let eventfd = if cfg.distributed {
+        Some(EventFd::new().map_err(|e| anyhow::anyhow!("distributed mode (-D) needs an eventfd: {e}"))?)
+    } else {
+        None
+    };
+    let shared = Arc::new(Shared {
+        phase: AtomicU8::new(RUN),
+        core: Mutex::new(Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace)),
+        sleeping: AtomicBool::new(false),
+        client_sched_ns: AtomicU64::new(0),
+        eventfd,
+        wakeups: AtomicU64::new(0),
+        client_passes: AtomicU64::new(0),
+        trylock_busy: AtomicU64::new(0),
+    });
+
+    let start = now_ns();
+    let mut end = start + cfg.traffic.longest().0;
+    if let Some(cap) = cfg.duration_cap {
+        end = end.min(start + cap.0);
+    }
+
+    let sched_handle = {
+        let shared = shared.clone();
+        let (cpu, poll, distributed) = (cfg.sched_cpu, cfg.sched_poll.0, cfg.distributed);
+        std::thread::Builder::new()
+            .name("sched".into())
+            .spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
+    };
+    let mut client_handles = Vec::new();
+    for (i, prod) in producers.into_iter().enumerate() {
+        let shared = shared.clone();
+        let program = cfg.traffic.programs[i].clone();
+        let ctx = ClientCtx {
+            program,
+            message_level: cfg.alg.message_level(),
+            poll: cfg.client_poll.0,
+            distributed: cfg.distributed,
+            ts_limit: cfg.ts_limit,
+            start,
+            end,
+        };
+        client_handles.push(
+            std::thread::Builder::new()
+                .name(format!("client{i}"))
+                .spawn(move || client_thread(&shared, prod, ctx))?,
+        );
+    }
+
+    // Wait for the end of the longest program, the -d cap, or Ctrl-C.
+    let mut interrupted = false;
+    loop {
+        let now = now_ns();
+        if now >= end {
+            break;
+        }
+        if interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_nanos((end - now).min(5_000_000)));
+    }
+    let stopped = now_ns();
+    shared.phase.store(STOP, Ordering::SeqCst);
+    if let Some(efd) = &shared.eventfd {
+        efd.notify();
+    }
+    let (sched_info, pin_error) = sched_handle.join().map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
+    // Hold the scheduler lock from now on: no client can run a pass after this point, so the
+    // counts below are final.
+    let core = shared.core.lock().map_err(|_| anyhow::anyhow!("a thread panicked while scheduling"))?;
+    shared.phase.store(FINAL, Ordering::SeqCst);
+    let mut clients = Vec::new();
+    for h in client_handles {
+        clients.push(h.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?);
+    }
+    let sched = SchedView {
+        taken: (0..cfg.threads).map(|c| core.taken(c)).collect(),
+        released: core.released.clone(),
+        sched_drops: core.sched_drops.clone(),
+        policy_queued: core.policy.queued_packets(),
+        passes: core.passes,
+    };
+    let trace = core.trace.clone();
+    drop(core);
+    Ok(RunResult {
+        clients,
+        sched,
+        elapsed: Nanos(stopped.saturating_sub(start)),
+        interrupted,
+        scheduler_thread: sched_info,
+        sched_pin_error: pin_error,
+        wakeups: shared.wakeups.load(Ordering::Relaxed),
+        client_passes: shared.client_passes.load(Ordering::Relaxed),
+        trylock_busy: shared.trylock_busy.load(Ordering::Relaxed),
+        trace,
+    })
+}
+
+fn scheduler_thread(
+    shared: &Shared,
+    cpu: Option<usize>,
+    poll: u64,
+    distributed: bool,
+) -> (Option<ThreadInfo>, Option<String>) {
+    let pin_error = cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin the scheduler to CPU {c}: {e}")));
+    let mut info = None;
+    let mut guard = Some(match shared.core.lock() {
+        Ok(g) => g,
+        Err(_) => return (None, pin_error),
+    });
+    let mut last_work = now_ns();
+    let mut next = last_work;
+    loop {
+        if shared.phase.load(Ordering::Relaxed) != RUN {
+            break;
+        }
+        let now = now_ns();
+        let core = guard.as_mut().expect("the scheduler holds the lock while awake");
+        let work = core.pass(now);
+        if info.is_none() {
+            info = Some(ThreadInfo::current());
+        }
+        if work > 0 {
+            last_work = now;
+        } else if distributed && now - last_work >= IDLE_BEFORE_SLEEP.0 {
+            // Idle: let the clients schedule, sleep until one of them finds it too costly.
+            shared.client_sched_ns.store(0, Ordering::Relaxed);
+            shared.sleeping.store(true, Ordering::SeqCst);
+            guard = None;
+            let efd = shared.eventfd.as_ref().expect("distributed mode has an eventfd");
+            while shared.phase.load(Ordering::Relaxed) == RUN && !efd.wait(10) {}
+            shared.sleeping.store(false, Ordering::SeqCst);
+            if shared.phase.load(Ordering::Relaxed) != RUN {
+                break;
+            }
+            shared.wakeups.fetch_add(1, Ordering::Relaxed);
+            guard = match shared.core.lock() {
+                Ok(g) => Some(g),
+                Err(_) => break,
+            };
+            last_work = now_ns();
+            next = last_work;
+            continue;
+        }
+        if poll > 0 {
+            next += poll;
+            if next < now {
+                next = now;
+            }
+            spin_until(next);
+        }
+    }
+    drop(guard);
+    // Re-read where it ran, after the work.
+    (Some(ThreadInfo::current()).or(info), pin_error)
+}
+
+struct ClientCtx {
+    program: Vec<crate::traffic::Spec>,
+    message_level: bool,
+    poll: u64,
+    distributed: bool,
+    ts_limit: usize,
+    start: u64,
+    end: u64,
+}
+
+struct ClientState {
+    delay: Hist,
+    ts: Vec<TsRecord>,
+    ts_limit: usize,
+    ts_truncated: u64,
+    transmitted: u64,
+    sched_drops: u64,
+    bits: u64,
+}
+
+impl ClientState {
+    #[inline]
+    fn complete(&mut self, c: Completion, now: u64) {
+        if c.dropped {
+            self.sched_drops += 1;
+        } else {
+            self.transmitted += 1;
+            self.bits += u64::from(c.len) * 8;
+            self.delay.record(now.saturating_sub(c.cli_enq));
+        }
+        if self.ts.len() < self.ts_limit {
+            self.ts.push(TsRecord {
+                cli_enq: c.cli_enq,
+                sch_enq: c.sch_enq.saturating_sub(c.cli_enq),
+                sch_deq: c.sch_deq.saturating_sub(c.sch_enq),
+                cli_deq: now.saturating_sub(c.sch_deq),
+                len: c.len,
+                dropped: c.dropped,
+            });
+        } else {
+            self.ts_truncated += 1;
+        }
+    }
+}
+
+/// Distributed mode: run one scheduler pass if the scheduler thread sleeps and the lock is free.
+#[inline]
+fn maybe_schedule(shared: &Shared, passes: &mut u64) {
+    if !shared.sleeping.load(Ordering::Relaxed) || shared.phase.load(Ordering::Relaxed) != RUN {
+        return;
+    }
+    match shared.core.try_lock() {
+        Ok(mut core) => {
+            let t0 = now_ns();
+            core.pass(t0);
+            drop(core);
+            *passes += 1;
+            shared.client_passes.fetch_add(1, Ordering::Relaxed);
+            let spent = now_ns() - t0;
+            let total = shared.client_sched_ns.fetch_add(spent, Ordering::Relaxed) + spent;
+            if total >= CLIENT_SCHED_BUDGET.0 && shared.sleeping.load(Ordering::Relaxed) {
+                shared.client_sched_ns.store(0, Ordering::Relaxed);
+                if let Some(efd) = &shared.eventfd {
+                    efd.notify();
+                }
+            }
+        }
+        Err(_) => {
+            shared.trylock_busy.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
+    // Preallocate (and touch) the timestamp records so the hot path never faults a page in.
+    let expect: u64 = ctx
+        .program
+        .iter()
+        .map(|s| {
+            let gap = s.gap_ps();
+            if gap == u64::MAX {
+                0
+            } else {
+                (u128::from(s.duration.0) * 1000 / u128::from(gap.max(1)) + 1).min(u128::from(u64::MAX)) as u64
+                    * u64::from(s.burst)
+            }
+        })
+        .fold(0u64, |a, b| a.saturating_add(b));
+    let cap = (ctx.ts_limit as u64).min(expect.saturating_add(ring.capacity() as u64)) as usize;
+    let mut ts = vec![TsRecord::default(); cap];
+    ts.clear();
+    let mut st = ClientState {
+        delay: Hist::new(),
+        ts,
+        ts_limit: ctx.ts_limit,
+        ts_truncated: 0,
+        transmitted: 0,
+        sched_drops: 0,
+        bits: 0,
+    };
+    let mut generated = 0u64;
+    let mut ring_drops = 0u64;
+    let mut passes = 0u64;
+    let mut next_poll = 0u64;
+    let mut spec_start = ctx.start;
+    'program: for spec in &ctx.program {
+        let spec_end = (spec_start + spec.duration.0).min(ctx.end);
+        let gap = spec.gap_ps();
+        let mut next_burst_ps = u128::from(spec_start) * 1000;
+        loop {
+            if shared.phase.load(Ordering::Relaxed) != RUN {
+                break 'program;
+            }
+            let now = now_ns();
+            if now >= spec_end {
+                break;
+            }
+            let mut did = false;
+            if gap != u64::MAX && u128::from(now) * 1000 >= next_burst_ps {
+                let want = spec.burst;
+                let fit = ring.space().min(u64::from(want)) as u32;
+                if ctx.message_level {
+                    if fit > 0 {
+                        ring.push(fit, spec.pkt_len, now);
+                    }
+                } else {
+                    for _ in 0..fit {
+                        ring.push(1, spec.pkt_len, now);
+                    }
+                }
+                generated += u64::from(want);
+                ring_drops += u64::from(want - fit);
+                next_burst_ps += u128::from(gap);
+                did = true;
+            }
+            if ctx.distributed {
+                maybe_schedule(shared, &mut passes);
+            }
+            if now >= next_poll {
+                ring.poll(|c| st.complete(c, now));
+                next_poll = now + ctx.poll;
+                did = true;
+            }
+            if !did {
+                std::hint::spin_loop();
+            }
+        }
+        spec_start = spec_end;
+    }
+    // Program over: keep seeing marks until the run stops.
+    let mut idle_spins = 0u32;
+    while shared.phase.load(Ordering::Relaxed) == RUN {
+        if ctx.distributed {
+            maybe_schedule(shared, &mut passes);
+        }
+        let now = now_ns();
+        if now >= next_poll {
+            ring.poll(|c| st.complete(c, now));
+            next_poll = now + ctx.poll;
+        }
+        idle_spins += 1;
+        if idle_spins % 64 == 0 {
+            std::thread::yield_now();
+        }
+    }
+    while shared.phase.load(Ordering::SeqCst) != FINAL {
+        std::thread::yield_now();
+    }
+    let now = now_ns();
+    ring.sweep(|c| st.complete(c, now));
+    let queued = ring.pushed() - st.transmitted - st.sched_drops;
+    ClientResult {
+        generated,
+        ring_drops,
+        sched_drops: st.sched_drops,
+        transmitted: st.transmitted,
+        bits: st.bits,
+        queued_at_stop: queued,
+        delay: st.delay,
+        timestamps: st.ts,
+        timestamps_truncated: st.ts_truncated,
+        thread: ThreadInfo::current(),
+        sched_passes: passes,
+    }
+}

@@ -1,0 +1,211 @@
+//! Client traffic programs: the seed's configuration file syntax.
+//!
+//! ```text
+//! # comment                     (also after an entry)
+//! 1s   100M  64  1              DURATION RATE [PKTLEN [BURST]] for the current thread
+//! thread 2                      switch the current thread (thread 0 at the start)
+//! thread all                    following entries go to every thread
+//! ```
+//! Durations take n/u/m/s suffixes (bare numbers are seconds), rates k/M/G/T (bits per second;
+//! 0 means silence for that long), the packet length is in bytes (default
+//! [`DEFAULT_PKT_LEN`]), the burst in packets (default 1). Entries for threads that do not exist
+//! are ignored with a warning.
+
+use std::path::Path;
+
+use crate::units::{parse_bps, parse_duration, Bps, Nanos};
+
+/// Packet length when an entry gives none.
+pub const DEFAULT_PKT_LEN: u32 = 1500;
+/// Largest accepted packet length in bytes.
+pub const MAX_PKT_LEN: u32 = 65_535;
+/// Largest accepted burst in packets.
+pub const MAX_BURST: u32 = 1 << 20;
+
+/// The program run when there is no `-f` and no `./sched.txt`.
+pub const DEFAULT_PROGRAM: &str = "\
+# schedlab sched embedded default program: every client sends 1500-byte packets
+# at 100 Mb/s for one second, one packet per burst.
+thread all
+1s 100M 1500 1
+";
+
+/// One step of a client's program.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Spec {
+    pub duration: Nanos,
+    pub rate: Bps,
+    pub pkt_len: u32,
+    pub burst: u32,
+}
+
+impl Spec {
+    /// Time between two bursts, in picoseconds (`u64::MAX` when the rate is 0).
+    pub fn gap_ps(&self) -> u64 {
+        if self.rate.0 == 0 {
+            return u64::MAX;
+        }
+        let bits = u128::from(self.pkt_len) * u128::from(self.burst) * 8;
+        (bits * 1_000_000_000_000 / u128::from(self.rate.0)).min(u128::from(u64::MAX)) as u64
+    }
+}
+
+/// A parsed traffic file: one program per client thread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Traffic {
+    pub programs: Vec<Vec<Spec>>,
+    pub warnings: Vec<String>,
+}
+
+impl Traffic {
+    /// Length of the longest program.
+    pub fn longest(&self) -> Nanos {
+        Nanos(self.programs.iter().map(|p| p.iter().map(|s| s.duration.0).sum::<u64>()).max().unwrap_or(0))
+    }
+}
+
+/// A traffic file error, naming the file, the line and the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}: {field}: {msg}")]
+pub struct TrafficError {
+    pub file: String,
+    pub line: usize,
+    pub field: String,
+    pub msg: String,
+}
+
+/// Parses `text` (named `file` in messages) for `threads` client threads.
+pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficError> {
+    let mut programs = vec![Vec::new(); threads];
+    let mut warnings = Vec::new();
+    let mut current = Target::One(0);
+    let mut warned = std::collections::BTreeSet::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let content = raw.split('#').next().unwrap_or("");
+        let fields: Vec<&str> = content.split_whitespace().collect();
+        if fields.is_empty() {
+            continue;
+        }
+        let err = |field: &str, msg: String| TrafficError { file: file.into(), line, field: field.into(), msg };
+        if fields[0] == "thread" {
+            current = match fields.get(1) {
+                None => return Err(err("field 2 (thread number)", "missing: write 'thread N' or 'thread all'".into())),
+                Some(&"all") => Target::All,
+                Some(n) => Target::One(n.parse::<usize>().map_err(|_| {
+                    err("field 2 (thread number)", format!("'{n}' is not a thread number >= 0 (or 'all')"))
+                })?),
+            };
+            if fields.len() > 2 {
+                return Err(err("field 3", format!("unexpected '{}' after the thread number", fields[2])));
+            }
+            continue;
+        }
+        if fields.len() > 4 {
+            return Err(err("field 5", format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST]]", fields[4])));
+        }
+        let duration = parse_duration(fields[0], 1_000_000_000).map_err(|e| err("field 1 (duration)", e.to_string()))?;
+        let rate = match fields.get(1) {
+            None => return Err(err("field 2 (rate)", "missing: an entry is DURATION RATE [PKTLEN [BURST]]".into())),
+            Some(r) => parse_bps(r).map_err(|e| err("field 2 (rate)", e.to_string()))?,
+        };
+        let int = |idx: usize, name: &str, default: u32, max: u32| -> Result<u32, TrafficError> {
+            match fields.get(idx) {
+                None => Ok(default),
+                Some(v) => match v.parse::<u32>() {
+                    Ok(x) if (1..=max).contains(&x) => Ok(x),
+                    _ => Err(err(&format!("field {} ({name})", idx + 1), format!("'{v}' must be an integer in 1..={max}"))),
+                },
+            }
+        };
+        let pkt_len = int(2, "packet length", DEFAULT_PKT_LEN, MAX_PKT_LEN)?;
+        let burst = int(3, "burst", 1, MAX_BURST)?;
+        let spec = Spec { duration, rate, pkt_len, burst };
+        match current {
+            Target::All => programs.iter_mut().for_each(|p| p.push(spec)),
+            Target::One(t) if t < threads => programs[t].push(spec),
+            Target::One(t) => {
+                if warned.insert(t) {
+                    warnings.push(format!(
+                        "{file}:{line}: thread {t} does not exist (-t {threads}): its entries are ignored"
+                    ));
+                }
+            }
+        }
+    }
+    for (t, p) in programs.iter().enumerate() {
+        if p.is_empty() {
+            warnings.push(format!("{file}: thread {t} has no program: it generates no traffic"));
+        }
+    }
+    Ok(Traffic { programs, warnings })
+}
+
+#[derive(Clone, Copy)]
+enum Target {
+    One(usize),
+    All,
+}
+
+/// Reads and parses a traffic file.
+pub fn load(path: &Path, threads: usize) -> anyhow::Result<Traffic> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read traffic file {}: {e}", path.display()))?;
+    Ok(parse(&text, &path.display().to_string(), threads)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_syntax() {
+        let t = parse("# c\n1s 100M 64 1\nthread 1\n500m 1G 1500 4 # trailing\n\n2s 0\n", "f", 2).unwrap();
+        assert_eq!(
+            t.programs[0],
+            vec![Spec { duration: Nanos(1_000_000_000), rate: Bps(100_000_000), pkt_len: 64, burst: 1 }]
+        );
+        assert_eq!(t.programs[1].len(), 2);
+        assert_eq!(t.programs[1][0].duration, Nanos(500_000_000));
+        assert_eq!(t.programs[1][0].burst, 4);
+        assert_eq!(t.programs[1][1].pkt_len, DEFAULT_PKT_LEN);
+        assert_eq!(t.programs[1][1].gap_ps(), u64::MAX);
+        assert_eq!(t.longest(), Nanos(2_500_000_000));
+        assert!(t.warnings.is_empty());
+    }
+
+    #[test]
+    fn gap_between_bursts() {
+        let s = Spec { duration: Nanos(1), rate: Bps(100_000_000), pkt_len: 64, burst: 2 };
+        assert_eq!(s.gap_ps(), 64 * 2 * 8 * 10_000); // 1024 bits at 100 Mb/s = 10.24 us
+    }
+
+    #[test]
+    fn thread_all_and_missing_threads() {
+        let t = parse("thread all\n1s 1M\nthread 5\n1s 1M\n1s 2M\n", "f", 2).unwrap();
+        assert_eq!(t.programs[0].len(), 1);
+        assert_eq!(t.programs[1].len(), 1);
+        assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+        assert!(t.warnings[0].contains("f:4") && t.warnings[0].contains("thread 5"));
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = parse("1s 1M\n1s -5M 64\n", "x.txt", 1).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (2, "field 2 (rate)"));
+        assert!(e.to_string().starts_with("x.txt:2: field 2 (rate):"), "{e}");
+        assert_eq!(parse("1q 1M\n", "f", 1).unwrap_err().field, "field 1 (duration)");
+        assert_eq!(parse("1s 1M 0\n", "f", 1).unwrap_err().field, "field 3 (packet length)");
+        assert_eq!(parse("1s 1M 64 x\n", "f", 1).unwrap_err().field, "field 4 (burst)");
+        assert_eq!(parse("1s\n", "f", 1).unwrap_err().field, "field 2 (rate)");
+        assert_eq!(parse("thread x\n", "f", 1).unwrap_err().line, 1);
+        assert_eq!(parse("1s 1M 64 1 9\n", "f", 1).unwrap_err().field, "field 5");
+    }
+
+    #[test]
+    fn default_program_parses_for_any_thread_count() {
+        let t = parse(DEFAULT_PROGRAM, "<default>", 3).unwrap();
+        assert!(t.programs.iter().all(|p| p.len() == 1));
+        assert!(t.warnings.is_empty());
+    }
+}

@@ -1,0 +1,186 @@
+//! Units at the boundary: bandwidths (bits per second) and durations (nanoseconds), parsed from
+//! the seed's notation (`20M`, `10T`, `1s`, `500u`, `5ms`).
+
+use std::fmt;
+
+/// Why a quantity could not be parsed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UnitError {
+    #[error("'{0}' is empty: give a number")]
+    Empty(String),
+    #[error("'{0}' is negative: give a value >= 0")]
+    Negative(String),
+    #[error("'{0}' is not a number (expected e.g. {1})")]
+    NotANumber(String, &'static str),
+    #[error("'{0}' has an unknown suffix '{1}' (use {2})")]
+    Suffix(String, String, &'static str),
+    #[error("'{0}' is too large")]
+    TooLarge(String),
+}
+
+/// A bandwidth in bits per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Bps(pub u64);
+
+impl fmt::Display for Bps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", human(self.0 as f64, "b/s"))
+    }
+}
+
+/// A duration in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    /// As seconds.
+    pub fn secs(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+}
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n == 0 {
+            write!(f, "0")
+        } else if n % 1_000_000_000 == 0 {
+            write!(f, "{}s", n / 1_000_000_000)
+        } else if n % 1_000_000 == 0 {
+            write!(f, "{}ms", n / 1_000_000)
+        } else if n % 1000 == 0 {
+            write!(f, "{}us", n / 1000)
+        } else {
+            write!(f, "{n}ns")
+        }
+    }
+}
+
+/// `1.5e7` -> `15.00 M<unit>`.
+pub fn human(v: f64, unit: &str) -> String {
+    let (d, p) = if v >= 1e12 {
+        (1e12, "T")
+    } else if v >= 1e9 {
+        (1e9, "G")
+    } else if v >= 1e6 {
+        (1e6, "M")
+    } else if v >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{:.2} {p}{unit}", v / d)
+}
+
+fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == 'e' || c == 'E') && i > 0 && s[i + 1..].starts_with(|d: char| d.is_ascii_digit()))))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    (&s[..end], &s[end..])
+}
+
+fn number(orig: &str, num: &str, example: &'static str) -> Result<f64, UnitError> {
+    if num.is_empty() {
+        return Err(UnitError::NotANumber(orig.to_string(), example));
+    }
+    let v: f64 = num.parse().map_err(|_| UnitError::NotANumber(orig.to_string(), example))?;
+    if !v.is_finite() {
+        return Err(UnitError::NotANumber(orig.to_string(), example));
+    }
+    Ok(v)
+}
+
+/// Parses a bandwidth: a number with an optional k/M/G/T suffix (decimal), optionally followed by
+/// `bps` or `b`. `10T` is 10^13 b/s; values beyond u64 are an error, never a wrap.
+pub fn parse_bps(s: &str) -> Result<Bps, UnitError> {
+    const EX: &str = "20M, 1.5G, 10T";
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(UnitError::Empty(s.into()));
+    }
+    if t.starts_with('-') {
+        return Err(UnitError::Negative(s.into()));
+    }
+    let (num, rest) = split_number(t);
+    number(s, num, EX)?;
+    let rest_l = rest.strip_suffix("bps").or_else(|| rest.strip_suffix("b/s")).or_else(|| rest.strip_suffix('b')).unwrap_or(rest);
+    let mult = match rest_l {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "m" | "M" => 1e6,
+        "g" | "G" => 1e9,
+        "t" | "T" => 1e12,
+        other => return Err(UnitError::Suffix(s.into(), other.into(), "k, M, G or T")),
+    };
+    let v = number(s, num, EX)? * mult;
+    if v >= u64::MAX as f64 {
+        return Err(UnitError::TooLarge(s.into()));
+    }
+    Ok(Bps(v.round() as u64))
+}
+
+/// Parses a duration: a number with an optional `ns`/`n`, `us`/`u`, `ms`/`m`, `s` suffix; a bare
+/// number is in `default_unit_ns` nanoseconds (1000 for the seed's microsecond options).
+pub fn parse_duration(s: &str, default_unit_ns: u64) -> Result<Nanos, UnitError> {
+    const EX: &str = "20, 5us, 1.5ms, 2s";
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(UnitError::Empty(s.into()));
+    }
+    if t.starts_with('-') {
+        return Err(UnitError::Negative(s.into()));
+    }
+    let (num, rest) = split_number(t);
+    number(s, num, EX)?;
+    let mult = match rest {
+        "" => default_unit_ns as f64,
+        "n" | "ns" => 1.0,
+        "u" | "us" | "µs" => 1e3,
+        "m" | "ms" => 1e6,
+        "s" => 1e9,
+        other => return Err(UnitError::Suffix(s.into(), other.into(), "ns, us, ms or s")),
+    };
+    let v = number(s, num, EX)? * mult;
+    if v >= u64::MAX as f64 / 2.0 {
+        return Err(UnitError::TooLarge(s.into()));
+    }
+    Ok(Nanos(v.round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidths() {
+        assert_eq!(parse_bps("20M"), Ok(Bps(20_000_000)));
+        assert_eq!(parse_bps("10T"), Ok(Bps(10_000_000_000_000)));
+        assert_eq!(parse_bps("500G"), Ok(Bps(500_000_000_000)));
+        assert_eq!(parse_bps("1.5k"), Ok(Bps(1500)));
+        assert_eq!(parse_bps("100Mbps"), Ok(Bps(100_000_000)));
+        assert_eq!(parse_bps("64"), Ok(Bps(64)));
+        assert!(matches!(parse_bps("-5M"), Err(UnitError::Negative(_))));
+        assert!(matches!(parse_bps("5X"), Err(UnitError::Suffix(..))));
+        assert!(matches!(parse_bps("abc"), Err(UnitError::NotANumber(..))));
+        assert!(matches!(parse_bps("99999999T"), Err(UnitError::TooLarge(_))));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("20", 1000), Ok(Nanos(20_000)));
+        assert_eq!(parse_duration("20", 1_000_000_000), Ok(Nanos(20_000_000_000)));
+        assert_eq!(parse_duration("5us", 1), Ok(Nanos(5000)));
+        assert_eq!(parse_duration("5u", 1), Ok(Nanos(5000)));
+        assert_eq!(parse_duration("100ns", 1000), Ok(Nanos(100)));
+        assert_eq!(parse_duration("1.5ms", 1000), Ok(Nanos(1_500_000)));
+        assert_eq!(parse_duration("2m", 1000), Ok(Nanos(2_000_000)));
+        assert_eq!(parse_duration("1s", 1000), Ok(Nanos(1_000_000_000)));
+        assert_eq!(parse_duration("1e3ns", 1000), Ok(Nanos(1000)));
+        assert!(parse_duration("-1s", 1000).is_err());
+        assert!(parse_duration("1h", 1000).is_err());
+        assert_eq!(Nanos(1_500_000).to_string(), "1500us");
+        assert_eq!(Bps(20_000_000).to_string(), "20.00 Mb/s");
+    }
+}
