@@ -26,6 +26,7 @@ use crate::trylock::{self, TrylockConfig, TrylockTest};
 
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
+    restore_sigpipe();
     let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
     match cmd.as_str() {
         "trylock" => parse::<TrylockArgs>(args).map_or_else(Ok, run_trylock),
@@ -33,6 +34,13 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         "semtest" => parse::<SemtestArgs>(args).map_or_else(Ok, run_semtest),
         other => anyhow::bail!("schedlab-prims does not provide '{other}' (it has trylock, notify, semtest)"),
     }
+}
+
+/// Lets `schedlab semtest | head` end quietly like a C tool instead of panicking in `println!`.
+fn restore_sigpipe() {
+    // SAFETY: resetting a signal's disposition to the default has no memory-safety preconditions;
+    // this runs in the CLI process before any measuring thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// Parses, or gives the exit code: 0 after help, 2 after a usage error (message printed).
@@ -247,7 +255,7 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
             println!("# busy trylock cost from the rate (no clock in the loop): {:.2} ns per try per thread", 1e9 / per.max(1e-9));
         }
         TrylockTest::Free | TrylockTest::PingPong => {
-            let func = if test == TrylockTest::Free { "fn_free" } else { "fn_pingpong" };
+            let func = if test == TrylockTest::Free { "fn_free" } else { "fn_pp" };
             for w in &workers {
                 println!(
                     "{}#{:02} busy: {} samples {} ns, free: {} samples {} ns, post: {} ns, duration {:.6} s",
@@ -265,8 +273,14 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
             let p = rc.prefix("main", current_cpu());
             println!("{p}t_busy {} ns, t_free {} ns", c_exp(tb, 3), c_exp(tf, 3));
             println!("{p}t_post {} ns", c_exp(tp, 3));
-            let [mb, mf, mp] = run.merged();
+            let [mb, mf, mp, mh] = run.merged();
             println!("# all threads: busy {}; free {}; post {}", pcts(&mb, "ns"), pcts(&mf, "ns"), pcts(&mp, "ns"));
+            println!(
+                "# free tries that took a lock another thread had just released: {} of {} ({})",
+                mh.count,
+                mf.count,
+                if mh.count > 0 { pcts(&mh, "ns") } else { "none".into() }
+            );
             println!(
                 "# every sample includes one clock read ({:.1} ns amortized, back-to-back p50 {} ns)",
                 clock.read_cost_amortized_ns, clock.read_cost_p50_ns
@@ -559,7 +573,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
         let tp = &run.threads[2 * p.index + 1];
         let req = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
         println!(
-            "P: {:2}, {:<8} Pri: {:<2} Max: {:>12.1}        Min: {:>12.1}   avg {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} us | marco {} (ran on {}), polo {} (ran on {}), {} {}",
+            "P: {:2}, {:<8} Pri: {:<2} Max: {:>12.1}        Min: {:>12.1}   avg {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} us | marco {} (ran on {}), polo {} (ran on {}), {}{}",
             p.index,
             p.polo_cpu_at_end,
             tm.got.priority,
@@ -574,7 +588,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
             req(p.polo_cpu_requested),
             p.polo_cpu_at_end,
             tm.got.policy.name(),
-            if tp.got.policy != tm.got.policy { format!("/ polo {}", tp.got.policy.name()) } else { String::new() }
+            if tp.got.policy != tm.got.policy { format!(" / polo {}", tp.got.policy.name()) } else { String::new() }
         );
     }
     let (mx, mn) = (run.max_global, run.min_global);

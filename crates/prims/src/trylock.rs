@@ -7,11 +7,12 @@
 //!   lock releases it at once, so the token moves between threads. Every try and every unlock is
 //!   timed with the clock on both sides; a busy try's sample also goes into a ring (the last
 //!   `ring` per thread) that `-o` dumps.
-//! - Ping-pong ([`TrylockTest::PingPong`]): two threads take strict turns (a thread that released
-//!   the lock waits until the other has had it). The same per-operation samples, in a pattern
-//!   with no luck in it: the cross-check for test B.
+//! - Ping-pong ([`TrylockTest::PingPong`]): two threads take strict turns; the holder keeps the
+//!   lock until the other has found it busy, then releases it, and waits until the other has
+//!   taken it. The same per-operation samples, in a pattern with no luck in it: the cross-check
+//!   for test B.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use schedlab_report::{Hist, Summary};
@@ -66,9 +67,14 @@ pub struct WorkerResult {
     pub busy_ns: Summary,
     pub free_ns: Summary,
     pub post_ns: Summary,
+    /// Free tries that took the lock just released by *another* thread (the rest re-took a lock
+    /// this thread had released itself, a local cache hit).
+    pub free_handover_samples: u64,
+    pub free_handover_avg_ns: f64,
+    pub free_handover_ns: Summary,
     /// Histograms behind the summaries (ns), kept to merge threads.
     #[serde(skip)]
-    pub hists: Option<Box<[Hist; 3]>>,
+    pub hists: Option<Box<[Hist; 4]>>,
     /// Last busy samples, oldest first (not in the JSON; `-o` writes them).
     #[serde(skip)]
     pub busy_ring: Vec<u32>,
@@ -90,9 +96,9 @@ impl TrylockRun {
     pub fn total_rate(&self) -> f64 {
         self.workers.iter().map(|w| w.rate_ops_per_s).sum()
     }
-    /// Busy, free and post distributions of all workers together (ns).
-    pub fn merged(&self) -> [Summary; 3] {
-        let mut all = [Hist::new(), Hist::new(), Hist::new()];
+    /// Busy, free, post and handed-over-free distributions of all workers together (ns).
+    pub fn merged(&self) -> [Summary; 4] {
+        let mut all = [Hist::new(), Hist::new(), Hist::new(), Hist::new()];
         for h in self.workers.iter().filter_map(|w| w.hists.as_ref()) {
             for (a, b) in all.iter_mut().zip(h.iter()) {
                 a.merge(b);
@@ -117,6 +123,9 @@ impl TrylockRun {
         )
     }
 }
+
+/// No thread has held the lock yet.
+const NOBODY: u32 = u32::MAX;
 
 /// A ring of the last `cap` samples.
 struct Ring {
@@ -157,13 +166,21 @@ struct Samples {
     busy: Hist,
     free: Hist,
     post: Hist,
-    sums: [u64; 3],
+    handover: Hist,
+    sums: [u64; 4],
     ring: Ring,
 }
 
 impl Samples {
     fn new(ring: usize) -> Samples {
-        Samples { busy: Hist::new(), free: Hist::new(), post: Hist::new(), sums: [0; 3], ring: Ring::new(ring) }
+        Samples {
+            busy: Hist::new(),
+            free: Hist::new(),
+            post: Hist::new(),
+            handover: Hist::new(),
+            sums: [0; 4],
+            ring: Ring::new(ring),
+        }
     }
     #[inline]
     fn busy(&mut self, ns: u64) {
@@ -172,9 +189,13 @@ impl Samples {
         self.ring.push(ns);
     }
     #[inline]
-    fn free(&mut self, ns: u64) {
+    fn free(&mut self, ns: u64, handed_over: bool) {
         self.free.record(ns);
         self.sums[1] += ns;
+        if handed_over {
+            self.handover.record(ns);
+            self.sums[3] += ns;
+        }
     }
     #[inline]
     fn post(&mut self, ns: u64) {
@@ -197,7 +218,10 @@ impl Samples {
             busy_ns: self.busy.summary(1.0),
             free_ns: self.free.summary(1.0),
             post_ns: self.post.summary(1.0),
-            hists: Some(Box::new([self.busy, self.free, self.post])),
+            free_handover_samples: self.handover.len(),
+            free_handover_avg_ns: avg(self.sums[3], &self.handover),
+            free_handover_ns: self.handover.summary(1.0),
+            hists: Some(Box::new([self.busy, self.free, self.post, self.handover])),
             busy_ring: self.ring.into_ordered(),
         }
     }
@@ -234,7 +258,7 @@ fn busy_loop(lock: &dyn TryLock, ops: u64, index: usize) -> WorkerResult {
 }
 
 /// Test B: tries and unlocks, each timed; the token wanders between threads.
-fn free_loop(lock: &dyn TryLock, ops: u64, index: usize, ring: usize) -> WorkerResult {
+fn free_loop(lock: &dyn TryLock, owner: &AtomicU32, ops: u64, index: usize, ring: usize) -> WorkerResult {
     let mut s = Samples::new(ring);
     let start = now_ns();
     for i in 0..ops {
@@ -245,7 +269,8 @@ fn free_loop(lock: &dyn TryLock, ops: u64, index: usize, ring: usize) -> WorkerR
         let ok = lock.try_lock();
         let t1 = now_ns();
         if ok {
-            s.free(t1 - t0);
+            let prev = owner.swap(index as u32, Ordering::Relaxed);
+            s.free(t1 - t0, prev != NOBODY && prev != index as u32);
             let t2 = now_ns();
             lock.unlock();
             let t3 = now_ns();
@@ -257,45 +282,71 @@ fn free_loop(lock: &dyn TryLock, ops: u64, index: usize, ring: usize) -> WorkerR
     s.finish(index, now_ns() - start)
 }
 
-const NOBODY: u32 = u32::MAX;
+/// Shared state of the ping-pong.
+#[derive(Default)]
+struct Turns {
+    /// Thread that holds (or last held) the lock.
+    owner: AtomicU32,
+    /// Set by the waiting thread after a try failed against the current holder.
+    busy_seen: AtomicBool,
+    /// Set by each thread when it has done all its rounds.
+    done: [AtomicBool; 2],
+}
 
-/// Ping-pong: strict alternation of two threads on the lock, `rounds` acquisitions each.
-fn pingpong_loop(lock: &dyn TryLock, owner: &AtomicU32, rounds: u64, me: u32, ring: usize) -> WorkerResult {
+/// Spins until `cond` or Ctrl-C; false on Ctrl-C.
+#[inline]
+fn spin_while(cond: impl Fn() -> bool) -> bool {
+    while cond() {
+        if stop_requested() {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
+/// Ping-pong: strict alternation of two threads on the lock, `rounds` acquisitions each. The
+/// holder keeps the lock until the other thread has found it busy at least once, then unlocks;
+/// the other's next try finds it free. So every round has busy tries against a lock held on the
+/// other core, one free try just after the other core released it, and one unlock.
+fn pingpong_loop(lock: &dyn TryLock, turns: &Turns, rounds: u64, me: usize, ring: usize) -> WorkerResult {
+    let peer = 1 - me;
     let mut s = Samples::new(ring);
     let start = now_ns();
-    'rounds: for r in 0..rounds {
+    'rounds: for _ in 0..rounds {
         loop {
             let t0 = now_ns();
             let ok = lock.try_lock();
             let t1 = now_ns();
             if ok {
-                s.free(t1 - t0);
+                let prev = turns.owner.load(Ordering::Acquire);
+                s.free(t1 - t0, prev != NOBODY && prev != me as u32);
                 break;
             }
             s.busy(t1 - t0);
+            turns.busy_seen.store(true, Ordering::Release);
             if stop_requested() {
                 break 'rounds;
             }
         }
-        owner.store(me, Ordering::Release);
+        turns.busy_seen.store(false, Ordering::Release);
+        turns.owner.store(me as u32, Ordering::Release);
+        // Hold until the peer has hit the busy lock (unless it has no rounds left).
+        let held = spin_while(|| !turns.busy_seen.load(Ordering::Acquire) && !turns.done[peer].load(Ordering::Acquire));
         let t2 = now_ns();
         lock.unlock();
         let t3 = now_ns();
         s.post(t3 - t2);
-        if r + 1 == rounds {
+        if !held {
             break;
         }
-        // Wait (without touching the lock) until the other thread has had its turn.
-        while owner.load(Ordering::Acquire) == me {
-            if stop_requested() {
-                // Let the peer run on: it may be waiting for our turn.
-                owner.store(NOBODY, Ordering::Release);
-                break 'rounds;
-            }
-            std::hint::spin_loop();
+        // Do not try again before the peer has taken the lock (strict alternation).
+        if !spin_while(|| turns.owner.load(Ordering::Acquire) == me as u32 && !turns.done[peer].load(Ordering::Acquire)) {
+            break;
         }
     }
-    s.finish(me as usize, now_ns() - start)
+    turns.done[me].store(true, Ordering::Release);
+    s.finish(me, now_ns() - start)
 }
 
 /// Validates a configuration before any thread is started.
@@ -342,10 +393,10 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
         return Err(PrimsError::Worker("could not take the fresh lock to make it busy".into()));
     }
     let gate = Arc::new(Gate::new(cfg.threads, cfg.allow_degraded));
-    let owner = Arc::new(AtomicU32::new(NOBODY));
+    let turns = Arc::new(Turns { owner: AtomicU32::new(NOBODY), ..Default::default() });
     let handles: Vec<_> = (0..cfg.threads)
         .map(|i| {
-            let (lock, gate, owner) = (lock.clone(), gate.clone(), owner.clone());
+            let (lock, gate, turns) = (lock.clone(), gate.clone(), turns.clone());
             let req = ThreadRequest { role: format!("thread #{i:02}"), cpu: cfg.worker_cpus[i], rt: None };
             let (test, ops, ring) = (cfg.test, cfg.ops_per_thread, cfg.ring);
             std::thread::Builder::new()
@@ -354,8 +405,8 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
                     gate.enter(i, &req)?;
                     Some(match test {
                         TrylockTest::Busy => busy_loop(&*lock, ops, i),
-                        TrylockTest::Free => free_loop(&*lock, ops, i, ring),
-                        TrylockTest::PingPong => pingpong_loop(&*lock, &owner, ops, i as u32, ring),
+                        TrylockTest::Free => free_loop(&*lock, &turns.owner, ops, i, ring),
+                        TrylockTest::PingPong => pingpong_loop(&*lock, &turns, ops, i, ring),
                     })
                 })
                 .map_err(|e| PrimsError::Os { what: "spawning a thread", err: e })
@@ -423,6 +474,7 @@ mod tests {
         let r = run(&cfg(TrylockTest::Free, LockKind::Tas, 1, 5_000)).unwrap();
         assert_eq!(r.workers[0].free_samples, 5_000);
         assert_eq!(r.workers[0].busy_samples, 0);
+        assert_eq!(r.workers[0].free_handover_samples, 0, "nobody else ever held it");
     }
 
     #[test]
@@ -432,6 +484,8 @@ mod tests {
             for w in &r.workers {
                 assert_eq!(w.free_samples, 2_000, "{k}: one acquisition per round");
                 assert_eq!(w.post_samples, 2_000);
+                assert!(w.free_handover_samples >= 1_999, "{k}: every free try follows the other's unlock");
+                assert!(w.busy_samples >= 1_999, "{k}: the holder waits for a busy try each round");
             }
         }
         assert!(run(&cfg(TrylockTest::PingPong, LockKind::Sem, 3, 10)).is_err());
