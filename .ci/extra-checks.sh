@@ -1,3 +1,13 @@
 #!/usr/bin/env bash
 # Build checks beyond the README's test command (each command's own line; fail loudly).
 set -euo pipefail
+# schedlab rdma: the real RDMA backend (libibverbs via sideway) must compile, and without an RDMA
+# device it must exit non-zero with a one-line explanation (skipped with a note if a device exists).
+cargo build --release -p schedlab --features rdma-verbs
+if ls /sys/class/infiniband/* >/dev/null 2>&1; then
+    echo "rdma: an RDMA device exists here; the no-device check does not apply"
+else
+    rdma_err=$("${CARGO_TARGET_DIR:-target}"/release/schedlab rdma -F -e -s 4096 -n 10 -O 0 -p 0 2>&1 >/dev/null) && { echo "rdma verbs backend did not fail without a device"; exit 1; }
+    echo "rdma no-device check: $rdma_err"
+    [ "$(printf '%s\n' "$rdma_err" | wc -l)" -eq 1 ] || { echo "rdma: expected one line of explanation"; exit 1; }
+fi

@@ -384,6 +384,7 @@ fn result_of(
 
 /// Runs the sender.
 pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> Result<RunResult, BenchError> {
+    backend::probe(cfg.backend, cfg.device.as_deref())?;
     let host = cfg.server.as_deref().unwrap_or("127.0.0.1");
     let target = if host.contains(':') && !host.starts_with('[') { format!("[{host}]:{}", cfg.port) } else { format!("{host}:{}", cfg.port) };
     let addr = target
@@ -458,6 +459,8 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
 
 /// Binds the server's control port (`-p 0` picks a free one).
 pub fn listen(cfg: &BenchConfig) -> Result<TcpListener, BenchError> {
+    // A server without a usable device says so at once instead of waiting for a client.
+    backend::probe(cfg.backend, cfg.device.as_deref())?;
     let addr = SocketAddr::new(cfg.bind, cfg.port);
     TcpListener::bind(addr).map_err(|source| BenchError::Listen { addr, source })
 }

@@ -163,7 +163,7 @@ pub struct EndpointConfig {
 }
 
 /// One reliable-connection queue pair with its completion queue and registered buffer.
-pub trait Endpoint: Send {
+pub trait Endpoint {
     /// Which backend this is.
     fn kind(&self) -> BackendKind;
     /// Human description of the device (`mlx5_0 port 1`, `emulated over TCP 127.0.0.1:40000`).
@@ -198,6 +198,24 @@ pub fn open(kind: BackendKind, cfg: &EndpointConfig) -> Result<Box<dyn Endpoint>
     }
 }
 
+/// Checks, before any connection is made, that the backend can run here.
+pub fn probe(kind: BackendKind, device: Option<&str>) -> Result<(), BackendError> {
+    match kind {
+        BackendKind::Emulated => Ok(()),
+        BackendKind::Verbs => probe_verbs(device),
+    }
+}
+
+#[cfg(feature = "verbs")]
+fn probe_verbs(device: Option<&str>) -> Result<(), BackendError> {
+    verbs::probe(device).map(|_| ())
+}
+
+#[cfg(not(feature = "verbs"))]
+fn probe_verbs(_device: Option<&str>) -> Result<(), BackendError> {
+    Err(verbs_not_built())
+}
+
 #[cfg(feature = "verbs")]
 fn open_verbs(cfg: &EndpointConfig) -> Result<Box<dyn Endpoint>, BackendError> {
     Ok(Box::new(verbs::VerbsEndpoint::open(cfg)?))
@@ -205,11 +223,16 @@ fn open_verbs(cfg: &EndpointConfig) -> Result<Box<dyn Endpoint>, BackendError> {
 
 #[cfg(not(feature = "verbs"))]
 fn open_verbs(_cfg: &EndpointConfig) -> Result<Box<dyn Endpoint>, BackendError> {
-    Err(BackendError::Unavailable(
+    Err(verbs_not_built())
+}
+
+#[cfg(not(feature = "verbs"))]
+fn verbs_not_built() -> BackendError {
+    BackendError::Unavailable(
         "this schedlab was built without the real RDMA backend; rebuild with \
          `cargo build --release -p schedlab --features rdma-verbs`, or run with --backend emulated"
             .into(),
-    ))
+    )
 }
 
 /// A random 24-bit number (queue-pair numbers, packet sequence numbers) without a RNG dependency.
