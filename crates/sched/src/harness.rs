@@ -215,6 +215,9 @@ const FINAL: u8 = 2;
 /// State shared by every thread of a run.
 struct Shared {
     phase: AtomicU8,
+    /// Start and end of the run (ns), published once every thread is ready (0 until then).
+    start: AtomicU64,
+    end: AtomicU64,
     core: Mutex<Core<AnyPolicy<Item>>>,
     /// Distributed mode: the scheduler thread is asleep and clients may schedule.
     sleeping: AtomicBool,
@@ -332,6 +335,19 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
     anyhow::ensure!(cfg.queue >= 1, "the queue size (-q) must be at least 1");
     anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
+    if cfg.alg.message_level() {
+        if let Some((i, s)) = cfg.traffic.programs.iter().enumerate().find_map(|(i, p)| {
+            p.iter().find(|s| s.burst as usize > cfg.queue).map(|s| (i, s))
+        }) {
+            anyhow::bail!(
+                "thread {i} sends bursts of {} packets but the queue (-q) holds {}: with -alg {} a burst is one \
+                 message and must fit in the queue; raise -q",
+                s.burst,
+                cfg.queue,
+                cfg.alg.name()
+            );
+        }
+    }
     if cfg.alg.flow_level() {
         anyhow::ensure!(
             cfg.flows.len() >= cfg.threads,
@@ -356,6 +372,8 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     };
     let shared = Arc::new(Shared {
         phase: AtomicU8::new(RUN),
+        start: AtomicU64::new(0),
+        end: AtomicU64::new(0),
         core: Mutex::new(Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace)),
         sleeping: AtomicBool::new(false),
         client_sched_ns: AtomicU64::new(0),
@@ -365,12 +383,6 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         trylock_busy: AtomicU64::new(0),
     });
 
-    let start = now_ns();
-    let mut end = start + cfg.traffic.longest().0;
-    if let Some(cap) = cfg.duration_cap {
-        end = end.min(start + cap.0);
-    }
-
     let sched_handle = {
         let shared = shared.clone();
         let (cpu, poll, distributed) = (cfg.sched_cpu, cfg.sched_poll.0, cfg.distributed);
@@ -378,9 +390,11 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             .name("sched".into())
             .spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
     };
+    let ready = Arc::new(std::sync::Barrier::new(cfg.threads + 1));
     let mut client_handles = Vec::new();
     for (i, prod) in producers.into_iter().enumerate() {
         let shared = shared.clone();
+        let ready = ready.clone();
         let program = cfg.traffic.programs[i].clone();
         let ctx = ClientCtx {
             program,
@@ -388,15 +402,23 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             poll: cfg.client_poll.0,
             distributed: cfg.distributed,
             ts_limit: cfg.ts_limit,
-            start,
-            end,
         };
         client_handles.push(
             std::thread::Builder::new()
                 .name(format!("client{i}"))
-                .spawn(move || client_thread(&shared, prod, ctx))?,
+                .spawn(move || client_thread(&shared, prod, ctx, &ready))?,
         );
     }
+
+    // Every client has preallocated its records: start the clock now.
+    ready.wait();
+    let start = now_ns();
+    let mut end = start + cfg.traffic.longest().0;
+    if let Some(cap) = cfg.duration_cap {
+        end = end.min(start + cap.0);
+    }
+    shared.end.store(end, Ordering::SeqCst);
+    shared.start.store(start, Ordering::SeqCst);
 
     // Wait for the end of the longest program, the -d cap, or Ctrl-C.
     let mut interrupted = false;
@@ -513,8 +535,6 @@ struct ClientCtx {
     poll: u64,
     distributed: bool,
     ts_limit: usize,
-    start: u64,
-    end: u64,
 }
 
 struct ClientState {
@@ -580,7 +600,7 @@ fn maybe_schedule(shared: &Shared, passes: &mut u64) {
     }
 }
 
-fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
+fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx, ready: &std::sync::Barrier) -> ClientResult {
     // Preallocate (and touch) the timestamp records so the hot path never faults a page in.
     let expect: u64 = ctx
         .program
@@ -611,9 +631,17 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
     let mut ring_drops = 0u64;
     let mut passes = 0u64;
     let mut next_poll = 0u64;
-    let mut spec_start = ctx.start;
+    ready.wait();
+    let (start, end) = loop {
+        let start = shared.start.load(Ordering::SeqCst);
+        if start != 0 {
+            break (start, shared.end.load(Ordering::SeqCst));
+        }
+        std::hint::spin_loop();
+    };
+    let mut spec_start = start;
     'program: for spec in &ctx.program {
-        let spec_end = (spec_start + spec.duration.0).min(ctx.end);
+        let spec_end = (spec_start + spec.duration.0).min(end);
         let gap = spec.gap_ps();
         let mut next_burst_ps = u128::from(spec_start) * 1000;
         loop {
@@ -627,10 +655,14 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             let mut did = false;
             if gap != u64::MAX && u128::from(now) * 1000 >= next_burst_ps {
                 let want = spec.burst;
-                let fit = ring.space().min(u64::from(want)) as u32;
+                let mut fit = ring.space().min(u64::from(want)) as u32;
                 if ctx.message_level {
-                    if fit > 0 {
+                    // A burst is one message: all of it enters the ring, or none (a truncated
+                    // message would be a different message).
+                    if fit == want {
                         ring.push(fit, spec.pkt_len, now);
+                    } else {
+                        fit = 0;
                     }
                 } else {
                     for _ in 0..fit {

@@ -1,0 +1,252 @@
+//! Harness-level tests: exact accounting (also oversubscribed and with tiny rings), weighted
+//! shares, alpha/SF ordering against the policy crate's own AlphaSched, distributed mode and
+//! interruption. Every run is capped well under a second.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use schedlab_policy::{Alpha, AlphaSched, FlowWeight, Policy};
+use schedlab_sched::harness::{run, Alg, Config, Item, RunResult, TraceEvent};
+use schedlab_sched::traffic::{Spec, Traffic};
+use schedlab_sched::units::{Bps, Nanos};
+
+/// The runs spin on every core: run them one at a time so they do not starve each other.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn spec(ms: u64, rate: u64, len: u32, burst: u32) -> Spec {
+    Spec { duration: Nanos(ms * 1_000_000), rate: Bps(rate), pkt_len: len, burst }
+}
+
+fn config(programs: Vec<Vec<Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
+    Config {
+        threads: programs.len(),
+        traffic: Traffic { programs, warnings: vec![] },
+        queue: 64,
+        bandwidth: None,
+        sched_poll: Nanos(0),
+        client_poll: Nanos(0),
+        sched_cpu: None,
+        batch: 500,
+        distributed: false,
+        duration_cap: None,
+        alg,
+        flows,
+        ts_limit: 1 << 20,
+        trace: false,
+    }
+}
+
+/// Every client's books balance, and the client's and the scheduler's independent counters agree.
+fn check_accounting(r: &RunResult) {
+    let mut in_policy = 0;
+    for (c, cl) in r.clients.iter().enumerate() {
+        let pushed = cl.generated - cl.ring_drops;
+        assert_eq!(
+            cl.generated,
+            cl.transmitted + cl.ring_drops + cl.sched_drops + cl.queued_at_stop,
+            "client {c}: generated = transmitted + dropped + queued"
+        );
+        assert_eq!(cl.transmitted, r.sched.released[c], "client {c} saw every released packet");
+        assert_eq!(cl.sched_drops, r.sched.sched_drops[c]);
+        let taken = r.sched.taken[c];
+        assert!(taken <= pushed, "client {c}: scheduler took {taken} of {pushed}");
+        assert_eq!(cl.queued_at_stop, pushed - r.sched.released[c] - r.sched.sched_drops[c]);
+        in_policy += taken - r.sched.released[c] - r.sched.sched_drops[c];
+        assert_eq!(cl.timestamps.len() as u64 + cl.timestamps_truncated, cl.transmitted + cl.sched_drops);
+        assert_eq!(cl.delay.len(), cl.transmitted);
+        for t in &cl.timestamps {
+            assert!(t.cli_enq > 0 && t.len > 0);
+        }
+    }
+    assert_eq!(in_policy, r.sched.policy_queued, "packets inside the policy at stop");
+}
+
+#[test]
+fn accounting_is_exact_with_tiny_rings_and_more_threads_than_cores() {
+    let _serial = serial();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let threads = cores * 2 + 1;
+    for (queue, alg) in [(1usize, Alg::Fifo), (2, Alg::Rr), (3, Alg::Alpha(Alpha::new(4.0).unwrap())), (5, Alg::Qfq)] {
+        let programs = (0..threads).map(|i| vec![spec(150, 50_000_000, 200 + i as u32, 1 + (i % 3) as u32)]).collect();
+        let mut cfg = config(programs, alg, vec![FlowWeight::new(1, 1500); threads]);
+        cfg.queue = queue;
+        cfg.bandwidth = Some(Bps(20_000_000));
+        cfg.sched_poll = Nanos(2_000);
+        let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+        check_accounting(&r);
+        let sent: u64 = r.clients.iter().map(|c| c.transmitted).sum();
+        assert!(sent > 0, "{alg:?} q={queue}: nothing transmitted");
+        assert!(r.clients.iter().all(|c| c.generated > 0));
+    }
+}
+
+#[test]
+fn accounting_is_exact_at_full_speed_with_unlimited_link() {
+    let _serial = serial();
+    let mut cfg = config(vec![vec![spec(100, 1_000_000_000_000, 60, 1)]; 2], Alg::Wf2qp, vec![FlowWeight::new(1, 60); 2]);
+    cfg.queue = 256;
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    check_accounting(&r);
+    assert!(r.clients.iter().map(|c| c.transmitted).sum::<u64>() > 1000);
+}
+
+fn share_of_first(alg: Alg) -> f64 {
+    // Both clients keep their rings full (200 Mb/s offered each into a 40 Mb/s link).
+    let mut cfg = config(vec![vec![spec(400, 200_000_000, 1500, 1)]; 2], alg, vec![FlowWeight::new(3, 1500), FlowWeight::new(1, 1500)]);
+    cfg.queue = 200;
+    cfg.bandwidth = Some(Bps(40_000_000));
+    cfg.sched_poll = Nanos(5_000);
+    cfg.client_poll = Nanos(5_000);
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    check_accounting(&r);
+    let b: Vec<f64> = r.clients.iter().map(|c| c.bits as f64).collect();
+    assert!(b[0] + b[1] > 0.0);
+    b[0] / (b[0] + b[1])
+}
+
+#[test]
+fn weighted_policies_give_three_to_one_and_fifo_does_not() {
+    let _serial = serial();
+    for alg in [Alg::Rr, Alg::Wf2qp, Alg::Qfq] {
+        let s = share_of_first(alg);
+        assert!((0.65..=0.85).contains(&s), "{alg:?}: weight-3 client got {s:.3} of the link, want 0.75");
+    }
+    let s = share_of_first(Alg::Fifo);
+    assert!((0.3..=0.62).contains(&s), "FIFO ignores weights: first client got {s:.3}");
+}
+
+/// Replays the harness's own enqueue/release trace through a fresh `AlphaSched`: every release must
+/// be the packet the policy crate picks, so bursts really are scheduled as single messages.
+fn replay(trace: &[TraceEvent], mut p: AlphaSched<Item>) {
+    let mut releases = 0;
+    for ev in trace {
+        match *ev {
+            TraceEvent::Enqueue { client, pos, packets, bytes } => {
+                let m = schedlab_policy::Message::new(Item { client, pos }, client, packets).with_bytes(bytes);
+                p.enqueue(m).unwrap();
+            }
+            TraceEvent::Release { client, pos } => {
+                let pk = p.dequeue().expect("the policy has a packet whenever the harness released one");
+                assert_eq!((pk.item.client, pk.item.pos), (client, pos), "release {releases}");
+                releases += 1;
+            }
+        }
+    }
+    assert!(releases > 50, "only {releases} releases");
+}
+
+/// Median number of other clients' packets released between a message of `client` entering the
+/// policy and its last packet leaving it.
+fn overtaken_by(trace: &[TraceEvent], client: u32) -> usize {
+    let mut waiting: Vec<(u64, usize)> = Vec::new();
+    let mut counts = Vec::new();
+    for ev in trace {
+        match *ev {
+            TraceEvent::Enqueue { client: c, pos, .. } if c == client => waiting.push((pos, 0)),
+            TraceEvent::Release { client: c, pos } if c == client => {
+                if let Some(i) = waiting.iter().position(|w| w.0 == pos) {
+                    counts.push(waiting.remove(i).1);
+                }
+            }
+            TraceEvent::Release { .. } => waiting.iter_mut().for_each(|w| w.1 += 1),
+            _ => {}
+        }
+    }
+    assert!(counts.len() > 10, "only {} messages of client {client}", counts.len());
+    counts.sort_unstable();
+    counts[counts.len() / 2]
+}
+
+#[test]
+fn alpha_and_sf_order_bursts_as_alphasched_predicts() {
+    let _serial = serial();
+    // Client 0: bursts of 8 packets keeping its ring full; client 1: single packets, sparse.
+    let programs = vec![vec![spec(300, 100_000_000, 1500, 8)], vec![spec(300, 1_000_000, 1500, 1)]];
+    let mut delays = Vec::new();
+    for alg in [Alg::Sf, Alg::Alpha(Alpha::new(3.0).unwrap()), Alg::Fifo] {
+        let mut cfg = config(programs.clone(), alg, vec![]);
+        cfg.queue = 64;
+        cfg.bandwidth = Some(Bps(20_000_000));
+        cfg.sched_poll = Nanos(2_000);
+        cfg.client_poll = Nanos(2_000);
+        cfg.trace = true;
+        let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+        check_accounting(&r);
+        let trace = r.trace.as_ref().unwrap();
+        match alg {
+            Alg::Sf => replay(trace, AlphaSched::shortest_first()),
+            Alg::Alpha(a) => replay(trace, AlphaSched::with_alpha(a)),
+            _ => {}
+        }
+        // Under alpha and SF messages really are whole bursts; under FIFO every packet is its own.
+        let whole = trace.iter().any(|e| matches!(e, TraceEvent::Enqueue { client: 0, packets: 8, .. }));
+        assert_eq!(whole, alg.message_level(), "{alg:?}: {:?}", &trace[..trace.len().min(12)]);
+        delays.push(overtaken_by(trace, 1));
+    }
+    // A short message overtakes the long ones under SF (released next), not under FIFO, where it
+    // waits behind client 0's backlog. Counted in packets, so CPU contention cannot blur it.
+    assert!(delays[0] <= 1, "SF: {} packets released ahead of a short message (median)", delays[0]);
+    assert!(delays[2] >= 8, "FIFO: only {} packets released ahead of a short message (median)", delays[2]);
+}
+
+#[test]
+fn distributed_mode_lets_clients_schedule_and_stays_exact() {
+    let _serial = serial();
+    // Sparse traffic: the scheduler thread goes idle, sleeps, and the clients schedule.
+    let programs = vec![vec![spec(300, 2_000_000, 500, 1)]; 2];
+    let mut cfg = config(programs, Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+    cfg.distributed = true;
+    cfg.client_poll = Nanos(1_000);
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    check_accounting(&r);
+    assert!(r.client_passes > 0, "clients never ran the scheduler");
+    let tx: u64 = r.clients.iter().map(|c| c.transmitted).sum();
+    let gen: u64 = r.clients.iter().map(|c| c.generated).sum();
+    assert!(tx * 10 >= gen * 9, "{tx} of {gen} transmitted");
+    assert_eq!(r.clients.iter().map(|c| c.sched_passes).sum::<u64>(), r.client_passes);
+}
+
+#[test]
+fn interruption_stops_early_with_exact_partial_results() {
+    let _serial = serial();
+    let mut cfg = config(vec![vec![spec(20_000, 100_000_000, 1500, 1)]; 2], Alg::Fifo, vec![]);
+    cfg.bandwidth = Some(Bps(10_000_000));
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = flag.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        f2.store(true, Ordering::SeqCst);
+    });
+    let started = std::time::Instant::now();
+    let r = run(&cfg, &flag).unwrap();
+    t.join().unwrap();
+    assert!(r.interrupted);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+    check_accounting(&r);
+    assert!(r.clients.iter().any(|c| c.queued_at_stop > 0), "a 10 Mb/s link leaves packets queued");
+}
+
+#[test]
+fn duration_cap_and_huge_bandwidth_do_not_overflow() {
+    let _serial = serial();
+    let mut cfg = config(vec![vec![spec(10_000, 1_000_000_000, 60, 1)]], Alg::Rr, vec![FlowWeight::new(1, 1500)]);
+    cfg.bandwidth = Some(Bps(10_000_000_000_000)); // 10T
+    cfg.duration_cap = Some(Nanos(100_000_000));
+    let started = std::time::Instant::now();
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert!(!r.interrupted);
+    check_accounting(&r);
+    assert!(r.clients[0].transmitted > 100, "10T must not act as a zero-rate link");
+}
+
+#[test]
+fn fewer_flows_than_clients_is_an_error() {
+    let _serial = serial();
+    let cfg = config(vec![vec![spec(10, 1_000_000, 60, 1)]; 3], Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+    let e = run(&cfg, &AtomicBool::new(false)).unwrap_err().to_string();
+    assert!(e.contains("2 flows") && e.contains("3 clients"), "{e}");
+}
