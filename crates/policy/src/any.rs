@@ -45,6 +45,10 @@ impl<T: Copy> Policy<T> for AnyPolicy<T> {
     fn dequeue(&mut self) -> Option<Packet<T>> {
         each!(self, p => p.dequeue())
     }
+    #[inline]
+    fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
+        each!(self, p => p.dequeue_many(n, done))
+    }
     fn is_empty(&self) -> bool {
         each!(self, p => p.is_empty())
     }

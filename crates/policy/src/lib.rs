@@ -121,6 +121,30 @@ pub trait Policy<T: Copy> {
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError>;
     /// Takes the next packet, or `None` when nothing waits.
     fn dequeue(&mut self) -> Option<Packet<T>>;
+    /// Takes up to `n` packets in a row, exactly as `n` calls of [`Policy::dequeue`] would, and
+    /// calls `done(i, item)` for each message whose last packet was the `i`-th taken (from 0).
+    /// Returns how many were taken (fewer than `n` only if the policy ran empty).
+    ///
+    /// Policies whose order cannot change without an arrival (FIFO, alpha: the head runs on until
+    /// it completes) override this to cost O(messages completed) rather than O(packets); the
+    /// simulator relies on it between arrivals. Property tests check it against `dequeue`.
+    #[inline]
+    fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64
+    where
+        Self: Sized,
+    {
+        for i in 0..n {
+            match self.dequeue() {
+                Some(p) => {
+                    if p.last {
+                        done(i, p.item);
+                    }
+                }
+                None => return i,
+            }
+        }
+        n
+    }
     /// True when no packet waits.
     fn is_empty(&self) -> bool;
     /// Messages with packets still waiting.

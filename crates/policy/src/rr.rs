@@ -49,13 +49,14 @@ impl<T: Copy> Fifo<T> {
 }
 
 impl<T: Copy> Policy<T> for Fifo<T> {
+    #[inline(always)]
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
         check_message(&msg)?;
         self.packets += u64::from(msg.packets);
         self.q.push_back(Pending::of(&msg));
         Ok(())
     }
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
         let head = self.q.front_mut()?;
         let p = head.take();
@@ -64,6 +65,22 @@ impl<T: Copy> Policy<T> for Fifo<T> {
         }
         self.packets -= 1;
         Some(p)
+    }
+    #[inline]
+    fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
+        let mut i = 0;
+        while i < n {
+            let Some(head) = self.q.front_mut() else { break };
+            let k = (n - i).min(u64::from(head.left));
+            head.left -= k as u32;
+            i += k;
+            if head.left == 0 {
+                done(i - 1, head.item);
+                self.q.pop_front();
+            }
+        }
+        self.packets -= i;
+        i
     }
     fn is_empty(&self) -> bool {
         self.q.is_empty()
@@ -103,13 +120,14 @@ impl<T: Copy> RoundRobin<T> {
 }
 
 impl<T: Copy> Policy<T> for RoundRobin<T> {
+    #[inline(always)]
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
         check_message(&msg)?;
         self.packets += u64::from(msg.packets);
         self.q.push_back(Pending::of(&msg));
         Ok(())
     }
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
         let mut head = self.q.pop_front()?;
         let p = head.take();
@@ -158,13 +176,14 @@ impl<T: Copy> RoundRobinHead<T> {
 }
 
 impl<T: Copy> Policy<T> for RoundRobinHead<T> {
+    #[inline(always)]
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
         check_message(&msg)?;
         self.packets += u64::from(msg.packets);
         self.fresh.push_back(Pending::of(&msg));
         Ok(())
     }
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
         let mut head = match self.fresh.pop_front() {
             Some(h) => h,

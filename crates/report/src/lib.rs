@@ -15,8 +15,10 @@
 
 pub mod export;
 pub mod hist;
+pub mod loghist;
 pub mod machine;
 pub mod plot;
 
 pub use hist::{Hist, Summary};
+pub use loghist::LogHist;
 pub use machine::{MachineInfo, ThreadInfo};

@@ -1,7 +1,417 @@
-//! Command-line entry point (being built; see the issue tracker).
-use std::ffi::OsString;
+//! `schedlab sim` and `schedlab bench`.
+//!
+//! The §16 listing's flags work as they did (`-a ALPHA` repeatable with −2 = RR′, −1 = RR,
+//! 0 = FIFO, 1e6 = SF; `-t TRAFFIC`; `-q DELAY`; `-m LOW HIGH PERCENT` repeatable), next to
+//! modern ones (`--traffic 50,90,95`, `--alphas RR,10,SF`, `--packets 50M`, `--json`, ...).
 
-/// Runs the command; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> anyhow::Result<i32> {
-    anyhow::bail!("'{}' is not available in this build yet", args[0].to_string_lossy())
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use schedlab_report::export::{write_json, Csv};
+use schedlab_report::MachineInfo;
+
+use crate::bench::bench;
+use crate::engine::{run, Arrivals, Control, RunResult, SimConfig};
+use crate::model::{check_traffic, parse_alpha_classes, read_trace, LengthDist, Strategy};
+use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, CSV_HEADER};
+use crate::plot::write_figures;
+
+/// Default number of arrival packets simulated per traffic level.
+pub const DEFAULT_PACKETS: u64 = 100_000_000;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "schedlab sim",
+    about = "Simulate message scheduling strategies (reproduces the alpha scheduling report)",
+    allow_negative_numbers = true,
+    after_help = "Examples:\n  schedlab sim                                   # 90% traffic, 13 strategies\n  schedlab sim -t 50 -t 95                        # the listing's flags\n  schedlab sim --traffic 50,90,95 --plot figs     # Figures 1-4 as SVG\n  schedlab sim -a -2 -a -1 -a 0 -a 10 -a 1e6 -t 95 --classic\n  schedlab sim -m 1 5 90 -m 20 20 10 --alphas FIFO,10,track:1:100,SF"
+)]
+struct SimArgs {
+    /// Traffic levels in percent, in (0, 100); repeatable or comma-separated [default: 90]
+    #[arg(short = 't', long = "traffic", value_delimiter = ',', action = clap::ArgAction::Append)]
+    traffic: Vec<f64>,
+    /// Strategies: RR', RR, FIFO, SF, a number α, track:LOW:HIGH[:GAIN], prio; the listing's -2/-1/0/1e6
+    /// work too; repeatable or comma-separated [default: RR',RR,FIFO,1,2,3,6,10,20,30,60,100,SF]
+    #[arg(short = 'a', long = "alphas", value_delimiter = ',', action = clap::ArgAction::Append, allow_hyphen_values = true)]
+    alphas: Vec<String>,
+    /// Queue-length sampling period in time units
+    #[arg(short = 'q', long = "queue-delay", default_value_t = 200.0)]
+    queue_delay: f64,
+    /// A length range LOW HIGH PERCENT (repeatable; percentages sum to 100) [default: 1 5 90, 20 20 10]
+    #[arg(short = 'm', num_args = 3, value_names = ["LOW", "HIGH", "PERCENT"], action = clap::ArgAction::Append, allow_hyphen_values = true)]
+    mesdis: Vec<String>,
+    /// Length distribution file: lines `LOW HIGH PERCENT`
+    #[arg(long = "dist", conflicts_with = "mesdis")]
+    dist: Option<PathBuf>,
+    /// Arrival trace file: lines `TIME LENGTH [APP]`; runs until every message is delivered
+    #[arg(long = "trace", conflicts_with_all = ["traffic", "closed"])]
+    trace: Option<PathBuf>,
+    /// Arrival packets to simulate per traffic level (suffixes k, M, G)
+    #[arg(long = "packets", value_parser = parse_count)]
+    packets: Option<u64>,
+    /// Random seed (printed with every result)
+    #[arg(long = "seed", default_value_t = 1)]
+    seed: u64,
+    /// Spread messages over N applications (for --in-order and reordering counts)
+    #[arg(long = "apps", default_value_t = 1)]
+    apps: u32,
+    /// §11: deliver each application's messages in order (alpha strategies)
+    #[arg(long = "in-order")]
+    in_order: bool,
+    /// §2: N closed-loop applications, each sending its next message only after the previous one is delivered
+    #[arg(long = "closed", value_name = "N")]
+    closed: Option<u32>,
+    /// §10: per-message α classes ALPHA:PERCENT,... used by the `prio` strategy (added if not listed)
+    #[arg(long = "msg-alpha", value_name = "SPEC")]
+    msg_alpha: Option<String>,
+    /// Batches for the batch-means confidence intervals
+    #[arg(long = "batches", default_value_t = 20)]
+    batches: u32,
+    /// Print the listing's `>>` lines (cumulative reports at t = 200000(1.1^k - 1) and at the end)
+    #[arg(long = "classic")]
+    classic: bool,
+    /// Write all results as JSON (`-` for stdout)
+    #[arg(long = "json", value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write per-(strategy, length) rows as CSV
+    #[arg(long = "csv", value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write Figures 1-4 as SVG files into DIR
+    #[arg(long = "plot", value_name = "DIR")]
+    plot: Option<PathBuf>,
+    /// Worker threads for running traffic levels in parallel [default: all CPUs]
+    #[arg(long = "threads")]
+    threads: Option<usize>,
+    /// Only the report's raw-data table (no further statistics)
+    #[arg(long = "brief")]
+    brief: bool,
+    /// No progress bar
+    #[arg(long = "quiet")]
+    quiet: bool,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "schedlab bench", about = "Simulator throughput: arrival packets per second on one core, 13 strategies in lock step")]
+struct BenchArgs {
+    /// Traffic level in percent
+    #[arg(short = 't', long = "traffic", default_value_t = 95.0)]
+    traffic: f64,
+    /// Arrival packets per repetition (suffixes k, M, G)
+    #[arg(long = "packets", value_parser = parse_count, default_value = "20M")]
+    packets: u64,
+    /// Timed repetitions (the median is reported)
+    #[arg(long = "repeat", default_value_t = 5)]
+    repeat: usize,
+    /// CPU to pin the benchmark thread to [default: the last allowed CPU]
+    #[arg(long = "cpu")]
+    cpu: Option<usize>,
+    #[arg(long = "seed", default_value_t = 1)]
+    seed: u64,
+    /// Write the result as JSON
+    #[arg(long = "json", value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Parses counts like `100000`, `50k`, `20M`, `1G`, `1e8`.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a count (e.g. 5000000, 50M, 1e8)"))?;
+    let v = v * mul;
+    if !(v.is_finite() && v >= 1.0 && v < 1e15) {
+        return Err(format!("'{s}' must be between 1 and 1e15"));
+    }
+    Ok(v.round() as u64)
+}
+
+/// Runs `schedlab sim` or `schedlab bench`; `args[0]` is the command name.
+pub fn main(args: Vec<OsString>) -> Result<i32> {
+    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
+    if cmd == "bench" {
+        return bench_main(args);
+    }
+    let a = match SimArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            e.print().ok();
+            return Ok(code);
+        }
+    };
+    sim_main(a)
+}
+
+fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
+    let dist = if let Some(p) = &a.dist {
+        LengthDist::from_file(p)?
+    } else if a.mesdis.is_empty() {
+        LengthDist::report_default()
+    } else {
+        let mut parts = Vec::new();
+        for c in a.mesdis.chunks(3) {
+            let low: i64 = c[0].parse().with_context(|| format!("-m LOW '{}' is not a whole number", c[0]))?;
+            let high: i64 = c[1].parse().with_context(|| format!("-m HIGH '{}' is not a whole number", c[1]))?;
+            let pct: f64 = c[2].parse().with_context(|| format!("-m PERCENT '{}' is not a number", c[2]))?;
+            parts.push((low, high, pct));
+        }
+        LengthDist::new(&parts)?
+    };
+    let mut strategies = if a.alphas.is_empty() {
+        Strategy::report_defaults()
+    } else {
+        a.alphas.iter().map(|s| Strategy::parse(s)).collect::<Result<Vec<_>, _>>()?
+    };
+    let msg_alpha = match &a.msg_alpha {
+        Some(s) => parse_alpha_classes(s)?,
+        None => Vec::new(),
+    };
+    if !msg_alpha.is_empty() && !strategies.contains(&Strategy::Prio) {
+        strategies.push(Strategy::Prio);
+    }
+    if strategies.contains(&Strategy::Prio) && msg_alpha.is_empty() {
+        bail!("the 'prio' strategy needs --msg-alpha ALPHA:PERCENT,... (per-message α classes)");
+    }
+    if !(a.queue_delay.is_finite() && a.queue_delay > 0.0) {
+        bail!("-q {}: the queue sampling delay must be a positive number of time units", a.queue_delay);
+    }
+    if a.batches < 2 {
+        bail!("--batches {}: at least 2 batches are needed for a confidence interval", a.batches);
+    }
+    if a.apps == 0 {
+        bail!("--apps 0: there must be at least one application");
+    }
+    let packets = a.packets.unwrap_or(DEFAULT_PACKETS);
+    let base = SimConfig {
+        traffic: 0.0,
+        strategies,
+        dist,
+        queue_delay: a.queue_delay,
+        packets,
+        seed: a.seed,
+        apps: a.apps,
+        in_order: a.in_order,
+        msg_alpha,
+        arrivals: Arrivals::Poisson,
+        batches: a.batches,
+        checkpoints: a.classic,
+    };
+    if let Some(p) = &a.trace {
+        let tr = read_trace(p)?;
+        let span = tr.last().map(|x| x.time).unwrap_or(0.0).max(1e-9);
+        let pk: u64 = tr.iter().map(|x| u64::from(x.len)).sum();
+        let apps = tr.iter().map(|x| x.app).max().unwrap_or(0) + 1;
+        // The trace's own load, for labelling only.
+        let traffic = (pk as f64 / span * 100.0).min(99.999);
+        return Ok(vec![SimConfig { traffic, apps: apps.max(a.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
+    }
+    let levels = if a.traffic.is_empty() { vec![90.0] } else { a.traffic.clone() };
+    let mut out = Vec::new();
+    for t in levels {
+        check_traffic(t)?;
+        let arrivals = match a.closed {
+            Some(0) => bail!("--closed 0: there must be at least one application"),
+            Some(n) => Arrivals::Closed { apps: n },
+            None => Arrivals::Poisson,
+        };
+        let apps = a.closed.unwrap_or(a.apps);
+        out.push(SimConfig { traffic: t, apps, arrivals, ..base.clone() });
+    }
+    Ok(out)
+}
+
+fn sim_main(a: SimArgs) -> Result<i32> {
+    let configs = build_configs(&a)?;
+    let n = configs.len();
+    let controls: Vec<Arc<Control>> = (0..n).map(|_| Arc::new(Control::default())).collect();
+    {
+        let cs = controls.clone();
+        // A second Ctrl-C while results are being written falls through to the default (exit).
+        let _ = ctrlc::set_handler(move || {
+            for c in &cs {
+                c.stop.store(true, Ordering::Relaxed);
+            }
+        });
+    }
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).clamp(1, n);
+    let show_progress = !a.quiet && std::io::stderr().is_terminal();
+    let mut results: Vec<Option<RunResult>> = vec![None; n];
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for _ in 0..threads {
+            handles.push(s.spawn(|| {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    mine.push((i, run(&configs[i], &controls[i])));
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                mine
+            }));
+        }
+        if show_progress {
+            progress(&configs, &controls, &done);
+        }
+        for h in handles {
+            for (i, r) in h.join().expect("simulation worker panicked") {
+                results[i] = Some(r);
+            }
+        }
+    });
+    let results: Vec<RunResult> = results.into_iter().map(|r| r.expect("every level ran")).collect();
+    let interrupted = results.iter().any(|r| r.interrupted);
+
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# schedlab sim: seed {}, {} arrival packets per level{}; time unit = mean packet service time\n",
+        a.seed,
+        thousands(configs[0].packets),
+        if a.trace.is_some() { " (trace: until all delivered)" } else { "" }
+    ));
+    for r in &results {
+        out.push('\n');
+        out.push_str(&raw_table(r));
+        if !a.brief {
+            out.push_str(&extra_tables(r, a.batches));
+        }
+        if a.classic {
+            out.push_str(&classic_lines(r));
+        }
+    }
+    print!("{out}");
+
+    if let Some(p) = &a.json {
+        let doc = serde_json::json!({
+            "command": "sim",
+            "seed": a.seed,
+            "time_unit": "mean packet service time (tu)",
+            "machine": MachineInfo::collect(),
+            "length_distribution": configs[0].dist,
+            "runs": results,
+        });
+        write_json(p, &doc)?;
+    }
+    if let Some(p) = &a.csv {
+        let mut c = Csv::create(p, &CSV_HEADER)?;
+        for r in &results {
+            for row in csv_rows(r) {
+                c.row(&row)?;
+            }
+        }
+        c.finish()?;
+    }
+    if let Some(dir) = &a.plot {
+        for f in write_figures(dir, &results)? {
+            eprintln!("wrote {}", f.display());
+        }
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+fn progress(configs: &[SimConfig], controls: &[Arc<Control>], done: &AtomicUsize) {
+    use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+    let mp = MultiProgress::new();
+    let style = ProgressStyle::with_template("{prefix:>8} [{bar:40}] {percent:>3}% {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let bars: Vec<ProgressBar> = configs
+        .iter()
+        .map(|c| {
+            let total = match &c.arrivals {
+                Arrivals::Trace(v) => v.iter().map(|x| u64::from(x.len)).sum(),
+                _ => c.packets,
+            };
+            let b = mp.add(ProgressBar::new(total));
+            b.set_style(style.clone());
+            b.set_prefix(format!("{}%", crate::output::fmt_g(c.traffic)));
+            b
+        })
+        .collect();
+    while done.load(Ordering::Relaxed) < configs.len() {
+        for (b, c) in bars.iter().zip(controls) {
+            b.set_position(c.progress.load(Ordering::Relaxed));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for b in bars {
+        b.finish_and_clear();
+    }
+}
+
+fn bench_main(args: Vec<OsString>) -> Result<i32> {
+    let a = match BenchArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            e.print().ok();
+            return Ok(code);
+        }
+    };
+    check_traffic(a.traffic)?;
+    let cpu = a.cpu.or_else(|| schedlab_report::machine::online_cpus().last().copied()).unwrap_or(0);
+    schedlab_report::machine::pin_current_thread(cpu).with_context(|| format!("cannot pin the benchmark to CPU {cpu}"))?;
+    let got = schedlab_report::ThreadInfo::current();
+    let cfg = SimConfig::report(a.traffic, a.packets, a.seed);
+    let r = bench(&cfg, a.repeat);
+    println!(
+        "bench: {} strategies in lock step, traffic {}%, {} arrival packets x {} reps, seed {}, pinned to CPU {:?} (running on {})",
+        r.strategies,
+        a.traffic,
+        thousands(a.packets),
+        a.repeat,
+        a.seed,
+        got.allowed_cpus,
+        got.cpu
+    );
+    for (i, s) in r.samples.iter().enumerate() {
+        println!(
+            "  rep {i}: {:.3} s wall, {:.3} s CPU: {:.2} M arrival packets/s ({:.2} M per CPU-second)",
+            s.wall_s,
+            s.cpu_s,
+            s.rate_pps / 1e6,
+            s.cpu_rate_pps / 1e6
+        );
+    }
+    println!(
+        "median: {:.2} M arrival packets/s wall, {:.2} M per CPU-second ({:.1} M packet-decisions/s over {} lanes); baseline (event loop and RNG only): {:.2} M/s; ratio {:.3}",
+        r.median_rate_pps / 1e6,
+        r.median_cpu_rate_pps / 1e6,
+        r.median_lane_rate_pps / 1e6,
+        r.strategies,
+        r.baseline_median_rate_pps / 1e6,
+        r.ratio_to_baseline
+    );
+    if let Some(p) = &a.json {
+        let doc = serde_json::json!({"command": "bench", "machine": MachineInfo::collect(), "thread": got, "result": r});
+        write_json(p, &doc)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("50M"), Ok(50_000_000));
+        assert_eq!(parse_count("1e6"), Ok(1_000_000));
+        assert_eq!(parse_count("2k"), Ok(2000));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("x").is_err());
+    }
 }

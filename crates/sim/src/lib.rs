@@ -1,2 +1,22 @@
-//! Discrete-event simulator (being built).
+//! # schedlab-sim — the message-scheduling simulator
+//!
+//! A fast discrete-event simulator of the model in L. Cherkasova and T. Rokicki, *Alpha Message
+//! Scheduling for Packet-Switched Interconnects* (HP Labs): messages of a few packets arrive at one
+//! outlet; strategies from [`schedlab_policy`] decide packet order; all strategies run in lock step
+//! on one sample path (common random numbers), exactly as the report's CSIM program (§16) did.
+//!
+//! Layers: [`model`] (validated inputs: length distributions, strategies, traces),
+//! [`engine`] (the event loop and statistics), [`output`] (the report's tables, `>>` lines, JSON,
+//! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`] (throughput benchmark), [`cli`] (`schedlab sim`).
+//!
+//! Time is measured in *time units*: the mean packet service time (field suffix `_tu`).
+
+pub mod bench;
 pub mod cli;
+pub mod engine;
+pub mod model;
+pub mod output;
+pub mod plot;
+
+pub use engine::{run, Arrivals, Control, RunResult, SimConfig};
+pub use model::{LengthDist, Strategy};

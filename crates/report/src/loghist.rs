@@ -1,0 +1,149 @@
+//! [`LogHist`]: a very cheap log-linear histogram of non-negative floats for hot loops.
+//!
+//! The bucket of `x` is read straight off the IEEE-754 bits of `x + 1`: the exponent and the top
+//! 6 mantissa bits, so every bucket is at most 1/64 (1.6%) of `x + 1` wide. Recording is a few
+//! integer instructions (no logarithm, no branch on the value's size), which matters when a
+//! simulator records tens of millions of latencies per second. The exact minimum and maximum are
+//! kept alongside. Values up to 2^40 are binned; larger ones land in the last bucket.
+
+const MANT_BITS: u32 = 6;
+const SHIFT: u32 = 52 - MANT_BITS;
+const MAX_EXP: u64 = 40;
+const BUCKETS: usize = ((MAX_EXP + 1) << MANT_BITS) as usize;
+const ONE_BITS: u64 = 0x3FF0_0000_0000_0000;
+
+/// Log-linear histogram of non-negative floats (relative resolution 1/64 of `x + 1`).
+#[derive(Clone, Debug)]
+pub struct LogHist {
+    counts: Vec<u32>,
+    n: u64,
+    min: f64,
+    max: f64,
+}
+
+impl Default for LogHist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LogHist {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        LogHist { counts: Vec::new(), n: 0, min: f64::INFINITY, max: f64::NEG_INFINITY }
+    }
+
+    #[inline]
+    fn index(x: f64) -> usize {
+        let b = (x.max(0.0) + 1.0).to_bits();
+        (((b - ONE_BITS) >> SHIFT) as usize).min(BUCKETS - 1)
+    }
+
+    fn lower_bound(i: usize) -> f64 {
+        f64::from_bits(((i as u64) << SHIFT) + ONE_BITS) - 1.0
+    }
+
+    /// Records one value (negative values count as 0).
+    #[inline(always)]
+    pub fn record(&mut self, x: f64) {
+        let i = Self::index(x);
+        if i >= self.counts.len() {
+            self.counts.resize((i + 1).next_power_of_two().min(BUCKETS), 0);
+        }
+        self.counts[i] = self.counts[i].saturating_add(1);
+        self.n += 1;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &LogHist) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a = a.saturating_add(*b);
+        }
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// Exact maximum (0 when empty).
+    pub fn max(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.max
+        }
+    }
+    /// Exact minimum (0 when empty).
+    pub fn min(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.min
+        }
+    }
+
+    /// The value at quantile `q` (midpoint of its bucket, clamped to the exact min and max).
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
+        let mut acc = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            acc += u64::from(c);
+            if acc >= rank {
+                let mid = (Self::lower_bound(i) + Self::lower_bound(i + 1)) / 2.0;
+                return mid.clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_within_resolution() {
+        let mut h = LogHist::new();
+        for i in 0..100_000 {
+            h.record(i as f64 / 100.0);
+        }
+        for (q, want) in [(0.5, 500.0), (0.99, 990.0), (0.01, 10.0)] {
+            let got = h.quantile(q);
+            assert!((got - want).abs() <= (want + 1.0) / 50.0, "q{q}: {got} vs {want}");
+        }
+        assert_eq!(h.max(), 999.99);
+        assert_eq!(h.min(), 0.0);
+        assert_eq!(h.len(), 100_000);
+    }
+
+    #[test]
+    fn zero_and_huge_values() {
+        let mut h = LogHist::new();
+        h.record(0.0);
+        h.record(-1.0);
+        h.record(1e300);
+        assert_eq!(h.quantile(0.5), 0.0);
+        assert_eq!(h.max(), 1e300);
+        assert_eq!(LogHist::new().quantile(0.5), 0.0);
+        let mut a = LogHist::new();
+        a.record(5.0);
+        a.merge(&h);
+        assert_eq!(a.len(), 4);
+        assert_eq!(a.max(), 1e300);
+    }
+}

@@ -1,0 +1,839 @@
+//! The discrete-event engine: every strategy runs in lock step on one sample path (§7, §16).
+//!
+//! Semantics (each one matters; see `shared/REFERENCE.md`):
+//! - **Common random numbers.** Each arrival puts its own copy of the message into every
+//!   strategy's queue; one server takes one packet from every non-empty queue at the same instant
+//!   and then holds one shared service time `0.5 + Exp(mean 0.5)`. Total work is identical in every
+//!   queue, so all queues are empty or busy together and `qlen` is the same in every row.
+//! - A message arriving at an idle system has its first packet taken at once. A packet leaves its
+//!   queue when its service *starts*; a message's latency is recorded when its last packet is taken.
+//! - `qlen` = packets in − packets out, sampled every `queue_delay` time units from t = 0.
+//! - Statistics are cumulative from t = 0 (no warm-up deletion), like the report's tables.
+//!
+//! Events are processed in (time, kind) order; the only simultaneous events possible are the
+//! first arrival at t = 0 and user trace entries, which are handled in file order.
+//!
+//! Closed-loop applications (§2) make arrivals depend on the strategy, so that mode runs each
+//! strategy on its own sample path with the same seed instead of in lock step.
+
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_distr::Exp1;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use schedlab_policy::{Alpha, AlphaSched, AnyPolicy, Fifo, Message, Policy, RoundRobin, RoundRobinHead};
+use schedlab_report::LogHist;
+use serde::Serialize;
+
+use crate::model::{AlphaClass, LengthDist, Strategy, TraceArrival};
+
+/// Where messages come from.
+#[derive(Clone, Debug)]
+pub enum Arrivals {
+    /// Poisson arrivals with mean gap `mean_len × 100 / traffic` (the report's model).
+    Poisson,
+    /// Messages from a trace file, in order; the run ends when all are delivered.
+    Trace(Arc<Vec<TraceArrival>>),
+    /// `apps` closed-loop applications (§2): each sends its next message an exponential think time
+    /// after its previous one was delivered. The mean think time is chosen so that the offered load
+    /// with zero queueing delay equals the traffic level: `apps × mean_len × 100 / traffic`.
+    Closed { apps: u32 },
+}
+
+/// Everything one run needs.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Offered load in percent of the outlet's capacity.
+    pub traffic: f64,
+    pub strategies: Vec<Strategy>,
+    pub dist: LengthDist,
+    /// Queue-length sampling period in time units (the listing's `-q`, default 200).
+    pub queue_delay: f64,
+    /// Stop once this many packets have arrived (Poisson and closed loop).
+    pub packets: u64,
+    pub seed: u64,
+    /// Number of applications messages are spread over (uniformly at random) in open-loop runs.
+    pub apps: u32,
+    /// §11: keep each application's messages in order in the alpha strategies.
+    pub in_order: bool,
+    /// §10: per-message α classes (used by the `prio` strategy; latency reported per class).
+    pub msg_alpha: Vec<AlphaClass>,
+    pub arrivals: Arrivals,
+    /// Batches for batch-means confidence intervals.
+    pub batches: u32,
+    /// Record the listing's cumulative reports at t = 200000(1.1^k − 1).
+    pub checkpoints: bool,
+}
+
+impl SimConfig {
+    /// The report's model at `traffic` percent with the 13 default strategies.
+    pub fn report(traffic: f64, packets: u64, seed: u64) -> Self {
+        SimConfig {
+            traffic,
+            strategies: Strategy::report_defaults(),
+            dist: LengthDist::report_default(),
+            queue_delay: 200.0,
+            packets,
+            seed,
+            apps: 1,
+            in_order: false,
+            msg_alpha: Vec::new(),
+            arrivals: Arrivals::Poisson,
+            batches: 20,
+            checkpoints: false,
+        }
+    }
+}
+
+/// The payload each queue carries per message (the policy hands it back with each packet).
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    t: f64,
+    len: u32,
+    app: u32,
+    seq: u32,
+    class: u32,
+}
+
+/// Mean, confidence interval and percentiles of a latency population (time units).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatStats {
+    /// Message length in packets (0 = all messages).
+    pub len: u32,
+    pub count: u64,
+    pub mean_tu: f64,
+    /// Half-width of the 95% confidence interval of the mean, by batch means (NaN if too few batches).
+    pub ci95_tu: f64,
+    pub p50_tu: f64,
+    pub p99_tu: f64,
+    pub max_tu: f64,
+}
+
+/// Results of one strategy.
+#[derive(Clone, Debug, Serialize)]
+pub struct StrategyResult {
+    pub label: String,
+    pub listing_alpha: f64,
+    /// Per message length present, in length order.
+    pub by_len: Vec<LatStats>,
+    /// All messages together (`avlat`).
+    pub overall: LatStats,
+    /// Per §10 α class (empty unless `--msg-alpha`).
+    pub by_class: Vec<LatStats>,
+    /// Messages delivered before an earlier message of the same application.
+    pub reordered: u64,
+    pub packets_out: u64,
+    pub qlen_pkts: f64,
+    /// §12 effective packet period (latency + 1) / length: min and max over lengths.
+    pub period_min: f64,
+    pub period_max: f64,
+    /// Renormalisations of the alpha clock (0 for other strategies).
+    pub clock_renormalisations: u64,
+}
+
+/// One `>>` block of the listing: cumulative state at a report time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Checkpoint {
+    pub time_tu: f64,
+    pub packets_in: u64,
+    /// Per strategy: (listing α, qlen, packets out, per-length mean latencies in length order, avlat).
+    pub rows: Vec<(f64, f64, u64, Vec<f64>, f64)>,
+}
+
+/// Results of one run (one traffic level).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    pub traffic_pct: f64,
+    pub seed: u64,
+    pub packets_in: u64,
+    pub sim_time_tu: f64,
+    pub qlen_pkts: f64,
+    /// Half-width of the 95% confidence interval of `qlen_pkts` (batch means).
+    pub qlen_ci95_pkts: f64,
+    pub strategies: Vec<StrategyResult>,
+    pub checkpoints: Vec<Checkpoint>,
+    /// True when the run was stopped early (Ctrl-C); statistics cover what ran.
+    pub interrupted: bool,
+}
+
+/// Latency accumulator for one message length (or one class) of one strategy.
+///
+/// Batch means are taken from snapshots of (count, sum) at batch boundaries, so recording a
+/// message touches only the count, the sum and the histogram.
+#[derive(Clone, Debug)]
+struct Acc {
+    n: u64,
+    sum: f64,
+    hist: LogHist,
+    snap_n: u64,
+    snap_sum: f64,
+    bmeans: Vec<f64>,
+}
+
+impl Acc {
+    fn new() -> Self {
+        Acc { n: 0, sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new() }
+    }
+    #[inline]
+    fn add(&mut self, lat: f64) {
+        self.n += 1;
+        self.sum += lat;
+        self.hist.record(lat);
+    }
+    /// (count, sum) since the last batch boundary.
+    fn delta(&self) -> (u64, f64) {
+        (self.n - self.snap_n, self.sum - self.snap_sum)
+    }
+    fn close_batch(&mut self) {
+        let (dn, ds) = self.delta();
+        if dn > 0 {
+            self.bmeans.push(ds / dn as f64);
+        }
+        self.snap_n = self.n;
+        self.snap_sum = self.sum;
+    }
+    fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
+    }
+    fn stats(&self, len: u32) -> LatStats {
+        LatStats {
+            len,
+            count: self.n,
+            mean_tu: self.mean(),
+            ci95_tu: ci95(&self.bmeans),
+            p50_tu: self.hist.quantile(0.5),
+            p99_tu: self.hist.quantile(0.99),
+            max_tu: self.hist.max(),
+        }
+    }
+}
+
+/// Two-sided 97.5% Student t quantile.
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        d if d <= 30 => T[d - 1],
+        _ => 1.96,
+    }
+}
+
+/// Half-width of the 95% confidence interval of the mean from batch means.
+pub fn ci95(bmeans: &[f64]) -> f64 {
+    let b = bmeans.len();
+    if b < 2 {
+        return f64::NAN;
+    }
+    let m = bmeans.iter().sum::<f64>() / b as f64;
+    let var = bmeans.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (b - 1) as f64;
+    t975(b - 1) * (var / b as f64).sqrt()
+}
+
+/// One event of the shared sample path, as every lane sees it.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    /// A message arrives.
+    Arrive(Msg),
+    /// The server starts `n` packets in a row, one from every queue each time, with no arrival in
+    /// between; their start times are `times[first..first + n]`.
+    Takes { first: u32, n: u32 },
+    /// A batch boundary (batch means).
+    Batch,
+    /// A listing report time.
+    Check,
+}
+
+/// A chunk of the sample path: events plus the start times of the packets they take.
+#[derive(Default)]
+struct Path {
+    events: Vec<Event>,
+    times: Vec<f64>,
+}
+
+impl Path {
+    fn clear(&mut self) {
+        self.events.clear();
+        self.times.clear();
+    }
+    #[inline]
+    fn take(&mut self, t: f64) {
+        let i = self.times.len() as u32;
+        self.times.push(t);
+        if let Some(Event::Takes { first, n }) = self.events.last_mut() {
+            if *first + *n == i {
+                *n += 1;
+                return;
+            }
+        }
+        self.events.push(Event::Takes { first: i, n: 1 });
+    }
+}
+
+/// Statistics of one lane (one strategy).
+struct LaneStats {
+    by_len: Vec<Acc>,
+    /// Batch means of all messages together (the per-length accumulators hold the data).
+    overall_bmeans: Vec<f64>,
+    by_class: Vec<Acc>,
+    last_seq: Vec<u32>,
+    seen: Vec<bool>,
+    reordered: u64,
+    packets_out: u64,
+    /// §10: α per class, set only for the `prio` strategy.
+    class_alpha: Vec<Alpha>,
+    /// Per checkpoint: (packets out, per-length means, overall mean).
+    checks: Vec<(u64, Vec<f64>, f64)>,
+}
+
+struct Lane {
+    strategy: Strategy,
+    policy: AnyPolicy<Msg>,
+    stats: LaneStats,
+}
+
+impl Lane {
+    fn new(s: &Strategy, cfg: &SimConfig, max_len: u32) -> Lane {
+        let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
+        let policy = match s {
+            Strategy::RrPrime => AnyPolicy::RoundRobinHead(RoundRobinHead::new()),
+            Strategy::Rr => AnyPolicy::RoundRobin(RoundRobin::new()),
+            Strategy::Fifo => AnyPolicy::Fifo(Fifo::new()),
+            other => AnyPolicy::Alpha(AlphaSched::new(
+                other.alpha_config(cfg.in_order, fallback).expect("alpha-family strategy"),
+            )),
+        };
+        let apps = if cfg.apps > 1 { cfg.apps as usize } else { 0 };
+        let class_alpha = if matches!(s, Strategy::Prio) {
+            cfg.msg_alpha.iter().map(|c| Alpha::new(c.alpha).expect("validated")).collect()
+        } else {
+            Vec::new()
+        };
+        Lane {
+            strategy: s.clone(),
+            policy,
+            stats: LaneStats {
+                by_len: (0..=max_len).map(|_| Acc::new()).collect(),
+                overall_bmeans: Vec::new(),
+                by_class: cfg.msg_alpha.iter().map(|_| Acc::new()).collect(),
+                last_seq: vec![0; apps],
+                seen: vec![false; apps],
+                reordered: 0,
+                packets_out: 0,
+                class_alpha,
+                checks: Vec::new(),
+            },
+        }
+    }
+
+    /// Replays a run of events; statically dispatched per policy type so the loop stays tight.
+    fn replay(&mut self, path: &Path, delivered: &mut Vec<u32>) {
+        let st = &mut self.stats;
+        match &mut self.policy {
+            AnyPolicy::Fifo(p) => replay(p, st, path, delivered),
+            AnyPolicy::RoundRobin(p) => replay(p, st, path, delivered),
+            AnyPolicy::RoundRobinHead(p) => replay(p, st, path, delivered),
+            AnyPolicy::Alpha(p) => replay(p, st, path, delivered),
+            #[allow(unreachable_patterns)]
+            other => replay(other, st, path, delivered),
+        }
+    }
+
+    fn result(&self, qlen: f64) -> StrategyResult {
+        let st = &self.stats;
+        let by_len: Vec<LatStats> =
+            st.by_len.iter().enumerate().filter(|(_, a)| a.n > 0).map(|(l, a)| a.stats(l as u32)).collect();
+        let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
+        StrategyResult {
+            label: self.strategy.label(),
+            listing_alpha: self.strategy.listing_alpha(),
+            period_min: periods.iter().copied().fold(f64::INFINITY, f64::min),
+            period_max: periods.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            by_len,
+            overall: st.overall().stats(0),
+            by_class: st.by_class.iter().enumerate().map(|(i, a)| a.stats(i as u32)).collect(),
+            reordered: st.reordered,
+            packets_out: st.packets_out,
+            qlen_pkts: qlen,
+            clock_renormalisations: match &self.policy {
+                AnyPolicy::Alpha(a) => a.renormalisations(),
+                _ => 0,
+            },
+        }
+    }
+}
+
+impl LaneStats {
+    #[inline(always)]
+    fn delivered(&mut self, m: Msg, now: f64) {
+        let lat = now - m.t;
+        self.by_len[m.len as usize].add(lat);
+        if let Some(c) = self.by_class.get_mut(m.class as usize) {
+            c.add(lat);
+        }
+        if !self.last_seq.is_empty() {
+            let a = m.app as usize;
+            if self.seen[a] && m.seq < self.last_seq[a] {
+                self.reordered += 1;
+            } else {
+                self.last_seq[a] = m.seq;
+                self.seen[a] = true;
+            }
+        }
+    }
+
+    fn close_batch(&mut self) {
+        let (dn, ds) = self.by_len.iter().map(Acc::delta).fold((0, 0.0), |(n, s), (a, b)| (n + a, s + b));
+        if dn > 0 {
+            self.overall_bmeans.push(ds / dn as f64);
+        }
+        for a in &mut self.by_len {
+            a.close_batch();
+        }
+        for a in &mut self.by_class {
+            a.close_batch();
+        }
+    }
+
+    /// All messages together: per-length accumulators merged.
+    fn overall(&self) -> Acc {
+        let mut o = Acc::new();
+        for a in self.by_len.iter().filter(|a| a.n > 0) {
+            o.n += a.n;
+            o.sum += a.sum;
+            o.hist.merge(&a.hist);
+        }
+        o.bmeans = self.overall_bmeans.clone();
+        o
+    }
+
+    fn check(&mut self) {
+        let lens = self.by_len.iter().filter(|a| a.n > 0).map(Acc::mean).collect();
+        let all = self.overall().mean();
+        self.checks.push((self.packets_out, lens, all));
+    }
+}
+
+/// The hot loop: one lane through a chunk of the path. With `collect` (closed loops), the
+/// applications whose message was delivered are pushed to `delivered`.
+#[inline(never)]
+fn replay<P: Policy<Msg>>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
+    let collect = delivered.capacity() > 0;
+    for ev in &path.events {
+        match *ev {
+            Event::Takes { first, n } => {
+                let times = &path.times[first as usize..(first + n) as usize];
+                let got = p.dequeue_many(u64::from(n), &mut |i, m: Msg| {
+                    st.delivered(m, times[i as usize]);
+                    if collect {
+                        delivered.push(m.app);
+                    }
+                });
+                debug_assert_eq!(got, u64::from(n), "lock step: every queue is busy together");
+                st.packets_out += got;
+            }
+            Event::Arrive(m) => {
+                let mut msg = Message::new(m, m.app, m.len);
+                if let Some(a) = st.class_alpha.get(m.class as usize) {
+                    msg.alpha = Some(*a);
+                }
+                p.enqueue(msg).expect("validated message");
+            }
+            Event::Batch => st.close_batch(),
+            Event::Check => st.check(),
+        }
+    }
+}
+
+/// Shared progress and cancellation for a run.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Packets arrived so far (updated every ~65k arrivals).
+    pub progress: AtomicU64,
+    /// Set to stop early; the run returns what it has, marked `interrupted`.
+    pub stop: AtomicBool,
+}
+
+enum Source {
+    Poisson { mean_gap: f64, next: f64 },
+    Trace { v: Arc<Vec<TraceArrival>>, i: usize },
+    Closed { think: f64, ready: BinaryHeap<(std::cmp::Reverse<OrdF64>, u32)> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+struct OrdF64(f64);
+impl Eq for OrdF64 {}
+impl Ord for OrdF64 {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+/// Random streams: one per purpose so that changing one model part leaves the others' draws alone.
+struct Rngs {
+    arrival: Xoshiro256PlusPlus,
+    length: Xoshiro256PlusPlus,
+    service: Xoshiro256PlusPlus,
+    misc: Xoshiro256PlusPlus,
+}
+
+impl Rngs {
+    fn new(seed: u64) -> Self {
+        let s = |k: u64| Xoshiro256PlusPlus::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
+        Rngs { arrival: s(1), length: s(2), service: s(3), misc: s(4) }
+    }
+}
+
+#[inline]
+fn exp(rng: &mut Xoshiro256PlusPlus, mean: f64) -> f64 {
+    let e: f64 = rng.sample(Exp1);
+    e * mean
+}
+
+/// Produces the shared sample path: arrivals, packet starts, batch boundaries and report times.
+///
+/// Because total work is identical in every queue, whether the server is busy depends only on
+/// packets in − packets out, so the path can be generated once for all strategies.
+struct Generator<'a> {
+    cfg: &'a SimConfig,
+    rng: Rngs,
+    src: Source,
+    apps: u32,
+    target: u64,
+    batch: u64,
+    next_batch: u64,
+    seq_per_app: Vec<u32>,
+    class_cum: Vec<f64>,
+    now: f64,
+    busy: bool,
+    service_end: f64,
+    packets_in: u64,
+    packets_out: u64,
+    next_sample: f64,
+    qsum: f64,
+    qn: u64,
+    /// (qsum, qn) at the last batch boundary, and the per-batch mean queue lengths.
+    qsnap: (f64, u64),
+    qbatches: Vec<f64>,
+    stat_delay: f64,
+    next_check: f64,
+    /// (time, packets in, qlen) at each report time.
+    checks: Vec<(f64, u64, f64)>,
+    arrivals_done: bool,
+    finished: bool,
+    since_poll: u32,
+    interrupted: bool,
+}
+
+impl<'a> Generator<'a> {
+    fn new(cfg: &'a SimConfig) -> Self {
+        let mut rng = Rngs::new(cfg.seed);
+        let mean_len = cfg.dist.mean();
+        let src = match &cfg.arrivals {
+            Arrivals::Poisson => Source::Poisson { mean_gap: mean_len * 100.0 / cfg.traffic, next: 0.0 },
+            Arrivals::Trace(v) => Source::Trace { v: v.clone(), i: 0 },
+            Arrivals::Closed { apps } => {
+                let think = f64::from(*apps) * mean_len * 100.0 / cfg.traffic;
+                let mut ready = BinaryHeap::new();
+                for a in 0..*apps {
+                    ready.push((std::cmp::Reverse(OrdF64(exp(&mut rng.misc, think))), a));
+                }
+                Source::Closed { think, ready }
+            }
+        };
+        let target = match &cfg.arrivals {
+            Arrivals::Trace(v) => v.iter().map(|a| u64::from(a.len)).sum(),
+            _ => cfg.packets.max(1),
+        };
+        let batch = (target / u64::from(cfg.batches.max(1))).max(1);
+        let apps = match cfg.arrivals {
+            Arrivals::Closed { apps } => apps.max(1),
+            _ => cfg.apps.max(1),
+        };
+        Generator {
+            cfg,
+            rng,
+            src,
+            apps,
+            target,
+            batch,
+            next_batch: batch,
+            seq_per_app: vec![0; apps as usize],
+            class_cum: cfg
+                .msg_alpha
+                .iter()
+                .scan(0.0, |acc, c| {
+                    *acc += c.frac;
+                    Some(*acc)
+                })
+                .collect(),
+            now: 0.0,
+            busy: false,
+            service_end: f64::INFINITY,
+            packets_in: 0,
+            packets_out: 0,
+            next_sample: cfg.queue_delay,
+            qsum: 0.0,
+            qn: 0,
+            qsnap: (0.0, 0),
+            qbatches: Vec::new(),
+            stat_delay: 20_000.0,
+            next_check: if cfg.checkpoints { 20_000.0 } else { f64::INFINITY },
+            checks: Vec::new(),
+            arrivals_done: false,
+            finished: false,
+            since_poll: 0,
+            interrupted: false,
+        }
+    }
+
+    fn close_qbatch(&mut self) {
+        let dn = self.qn - self.qsnap.1;
+        if dn > 0 {
+            self.qbatches.push((self.qsum - self.qsnap.0) / dn as f64);
+        }
+        self.qsnap = (self.qsum, self.qn);
+    }
+
+    fn qlen(&self) -> f64 {
+        if self.qn > 0 {
+            self.qsum / self.qn as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// A closed-loop application's message was delivered at `now`: it thinks, then sends again.
+    fn delivered(&mut self, app: u32) {
+        if let Source::Closed { think, ready } = &mut self.src {
+            let t = self.now + exp(&mut self.rng.misc, *think);
+            ready.push((std::cmp::Reverse(OrdF64(t)), app));
+        }
+    }
+
+    fn take(&mut self, out: &mut Path) {
+        self.packets_out += 1;
+        out.take(self.now);
+        self.service_end = self.now + 0.5 + exp(&mut self.rng.service, 0.5);
+    }
+
+    /// Appends the next step's events (at least one unless finished) to `out`.
+    fn step(&mut self, out: &mut Path, ctl: &Control) {
+        loop {
+            if self.finished {
+                return;
+            }
+            let t_arr = if self.arrivals_done {
+                f64::INFINITY
+            } else {
+                match &self.src {
+                    Source::Poisson { next, .. } => *next,
+                    Source::Trace { v, i } => v.get(*i).map_or(f64::INFINITY, |a| a.time),
+                    Source::Closed { ready, .. } => ready.peek().map_or(f64::INFINITY, |r| r.0 .0 .0),
+                }
+            };
+            let t_srv = if self.busy { self.service_end } else { f64::INFINITY };
+            let t_next = t_arr.min(t_srv);
+            if t_next == f64::INFINITY {
+                self.finished = true; // a trace fully delivered
+                return;
+            }
+            // Periodic observers fire first when due.
+            if self.next_sample <= t_next || self.next_check <= t_next {
+                if self.next_sample <= self.next_check {
+                    self.now = self.next_sample;
+                    self.qsum += (self.packets_in - self.packets_out) as f64;
+                    self.qn += 1;
+                    self.next_sample += self.cfg.queue_delay;
+                } else {
+                    self.now = self.next_check;
+                    self.checks.push((self.now, self.packets_in, self.qlen()));
+                    out.events.push(Event::Check);
+                    self.stat_delay *= 1.1;
+                    self.next_check += self.stat_delay;
+                    return;
+                }
+                continue;
+            }
+            if t_arr <= t_srv {
+                self.arrive(t_arr, out);
+                if !matches!(self.cfg.arrivals, Arrivals::Trace(_)) && self.packets_in >= self.target {
+                    self.finished = true;
+                }
+                self.since_poll += 1;
+                if self.since_poll >= 1 << 16 {
+                    self.since_poll = 0;
+                    ctl.progress.store(self.packets_in, Ordering::Relaxed);
+                    if ctl.stop.load(Ordering::Relaxed) {
+                        self.interrupted = true;
+                        self.finished = true;
+                    }
+                }
+            } else {
+                // A service period ends: start the next packet of every queue, if any.
+                self.now = t_srv;
+                if self.packets_in > self.packets_out {
+                    self.take(out);
+                } else {
+                    self.busy = false;
+                    continue;
+                }
+            }
+            return;
+        }
+    }
+
+    #[inline]
+    fn arrive(&mut self, t: f64, out: &mut Path) {
+        self.now = t;
+        let apps = self.apps;
+        let (len, app) = match &mut self.src {
+            Source::Poisson { mean_gap, next } => {
+                let u: f64 = self.rng.length.random();
+                let len = self.cfg.dist.sample(u);
+                let app = if apps > 1 { self.rng.misc.random_range(0..apps) } else { 0 };
+                *next = t + exp(&mut self.rng.arrival, *mean_gap);
+                (len, app)
+            }
+            Source::Trace { v, i } => {
+                let a = v[*i];
+                *i += 1;
+                if *i == v.len() {
+                    self.arrivals_done = true;
+                }
+                (a.len, a.app.min(apps - 1))
+            }
+            Source::Closed { ready, .. } => {
+                let (_, app) = ready.pop().expect("peeked");
+                let u: f64 = self.rng.length.random();
+                (self.cfg.dist.sample(u), app)
+            }
+        };
+        let class = if self.class_cum.is_empty() {
+            0
+        } else {
+            let u: f64 = self.rng.misc.random();
+            self.class_cum.iter().position(|&c| u < c).unwrap_or(self.class_cum.len() - 1) as u32
+        };
+        let seq = self.seq_per_app[app as usize];
+        self.seq_per_app[app as usize] = seq.wrapping_add(1);
+        out.events.push(Event::Arrive(Msg { t, len, app, seq, class }));
+        self.packets_in += u64::from(len);
+        if !self.busy {
+            self.busy = true;
+            self.take(out);
+        }
+        while self.packets_in >= self.next_batch {
+            out.events.push(Event::Batch);
+            self.close_qbatch();
+            self.next_batch += self.batch;
+        }
+    }
+}
+
+/// Packet starts generated before every lane replays them (small enough to stay in cache).
+const CHUNK: usize = 1 << 14;
+
+/// Runs one configuration and returns the cumulative statistics.
+///
+/// Open loops generate the shared sample path in chunks and replay each chunk through every
+/// strategy in turn, which keeps each strategy's state in cache; closed loops (§2) feed each
+/// strategy its own path, one event at a time, with the same seed.
+pub fn run(cfg: &SimConfig, ctl: &Control) -> RunResult {
+    let max_len = match &cfg.arrivals {
+        Arrivals::Trace(v) => v.iter().map(|a| a.len).max().unwrap_or(1),
+        _ => cfg.dist.max_len(),
+    };
+    if let Arrivals::Closed { .. } = cfg.arrivals {
+        let mut merged: Option<RunResult> = None;
+        for s in &cfg.strategies {
+            let mut lane = Lane::new(s, cfg, max_len);
+            let mut gen = Generator::new(cfg);
+            let mut buf = Path::default();
+            let mut delivered = Vec::with_capacity(16);
+            while !gen.finished {
+                buf.clear();
+                gen.step(&mut buf, ctl);
+                lane.replay(&buf, &mut delivered);
+                for app in delivered.drain(..) {
+                    gen.delivered(app);
+                }
+            }
+            buf.clear();
+            buf.events.push(Event::Batch);
+            gen.close_qbatch();
+            lane.replay(&buf, &mut delivered);
+            // Each strategy had its own path, so qlen is that strategy's own.
+            let r = finish(cfg, ctl, &gen, std::slice::from_ref(&lane));
+            merged = Some(match merged {
+                None => r,
+                Some(mut m) => {
+                    m.strategies.extend(r.strategies);
+                    m.interrupted |= r.interrupted;
+                    m.checkpoints.clear();
+                    m
+                }
+            });
+        }
+        return merged.expect("at least one strategy");
+    }
+    let mut lanes: Vec<Lane> = cfg.strategies.iter().map(|s| Lane::new(s, cfg, max_len)).collect();
+    let mut gen = Generator::new(cfg);
+    let mut buf = Path::default();
+    let mut none = Vec::new();
+    while !gen.finished {
+        buf.clear();
+        while buf.times.len() < CHUNK && !gen.finished {
+            gen.step(&mut buf, ctl);
+        }
+        if gen.finished {
+            buf.events.push(Event::Batch);
+            gen.close_qbatch();
+        }
+        for lane in &mut lanes {
+            lane.replay(&buf, &mut none);
+        }
+    }
+    finish(cfg, ctl, &gen, &lanes)
+}
+
+fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -> RunResult {
+    ctl.progress.store(gen.packets_in, Ordering::Relaxed);
+    let ctl_packets = gen.packets_in;
+    let qlen = gen.qlen();
+    let checkpoints = gen
+        .checks
+        .iter()
+        .enumerate()
+        .map(|(k, &(t, pin, q))| Checkpoint {
+            time_tu: t,
+            packets_in: pin,
+            rows: lanes
+                .iter()
+                .filter_map(|l| {
+                    let (out, lens, all) = l.stats.checks.get(k)?.clone();
+                    Some((l.strategy.listing_alpha(), q, out, lens, all))
+                })
+                .collect(),
+        })
+        .collect();
+    RunResult {
+        traffic_pct: cfg.traffic,
+        seed: cfg.seed,
+        packets_in: ctl_packets,
+        sim_time_tu: gen.now,
+        qlen_pkts: qlen,
+        qlen_ci95_pkts: ci95(&gen.qbatches),
+        strategies: lanes.iter().map(|l| l.result(qlen)).collect(),
+        checkpoints,
+        interrupted: gen.interrupted,
+    }
+}

@@ -1,0 +1,445 @@
+//! The simulation model of the report (§7): message lengths, arrivals, service times, strategies.
+//! Everything here is validated at the boundary; the engine trusts it.
+
+use std::path::{Path, PathBuf};
+
+use schedlab_policy::{Alpha, AlphaConfig};
+
+/// Why a model description was refused. Messages say what to change.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ModelError {
+    #[error("traffic {0}% is outside (0, 100): give a load strictly between 0 and 100 percent")]
+    Traffic(f64),
+    #[error("length range {low}..{high}: lengths must be whole packets >= 1 with low <= high")]
+    Lengths { low: i64, high: i64 },
+    #[error("length range {low}..{high} has percentage {pct}: percentages must be > 0 and finite")]
+    Percent { low: i64, high: i64, pct: f64 },
+    #[error("length distribution percentages sum to {0}, not 100: make them add up to 100")]
+    PercentSum(f64),
+    #[error("message lengths above {max} packets are not supported (got {got})")]
+    TooLong { got: i64, max: u32 },
+    #[error("queue sampling delay {0} must be a positive number of time units")]
+    QueueDelay(f64),
+    #[error("unknown strategy '{0}': use RR', RR, FIFO, SF, a number alpha >= 0 (or -2/-1/0 as in the listing), track:LOW:HIGH[:GAIN] or prio")]
+    Strategy(String),
+    #[error("bad alpha '{0}': {1}")]
+    Alpha(String, String),
+    #[error("{file}:{line}: field '{field}': {msg}")]
+    File { file: PathBuf, line: usize, field: &'static str, msg: String },
+    #[error("cannot read {file}: {msg}")]
+    Io { file: PathBuf, msg: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Longest message length accepted (statistics are kept per length).
+pub const MAX_LEN: u32 = 100_000;
+
+/// One component of a length distribution: uniform integer in `low..=high` with probability `frac`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct LenRange {
+    pub low: u32,
+    pub high: u32,
+    pub frac: f64,
+}
+
+/// A message-length distribution: a mixture of uniform integer ranges (the listing's `-m`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LengthDist {
+    pub ranges: Vec<LenRange>,
+    /// Cumulative probabilities, same order as `ranges`.
+    #[serde(skip)]
+    cum: Vec<f64>,
+}
+
+impl LengthDist {
+    /// The report's default: 90% uniform 1..5, 10% exactly 20 (mean 4.7 packets).
+    pub fn report_default() -> Self {
+        Self::new(&[(1, 5, 90.0), (20, 20, 10.0)]).expect("default distribution is valid")
+    }
+
+    /// Builds from `(low, high, percent)` triples; percentages must sum to 100.
+    pub fn new(parts: &[(i64, i64, f64)]) -> Result<Self, ModelError> {
+        if parts.is_empty() {
+            return Err(ModelError::Other("empty length distribution: give at least one LOW HIGH PERCENT".into()));
+        }
+        let mut ranges = Vec::new();
+        let mut sum = 0.0;
+        for &(low, high, pct) in parts {
+            if low < 1 || high < low {
+                return Err(ModelError::Lengths { low, high });
+            }
+            if high > i64::from(MAX_LEN) {
+                return Err(ModelError::TooLong { got: high, max: MAX_LEN });
+            }
+            if !(pct.is_finite() && pct > 0.0) {
+                return Err(ModelError::Percent { low, high, pct });
+            }
+            sum += pct;
+            ranges.push(LenRange { low: low as u32, high: high as u32, frac: pct / 100.0 });
+        }
+        if (sum - 100.0).abs() > 1e-6 {
+            return Err(ModelError::PercentSum(sum));
+        }
+        let mut acc = 0.0;
+        let cum = ranges
+            .iter()
+            .map(|r| {
+                acc += r.frac;
+                acc
+            })
+            .collect();
+        Ok(LengthDist { ranges, cum })
+    }
+
+    /// Reads `LOW HIGH PERCENT` lines (`#` comments, blank lines ignored).
+    pub fn from_file(path: &Path) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io { file: path.into(), msg: e.to_string() })?;
+        let mut parts = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let err = |field, msg: String| ModelError::File { file: path.into(), line: i + 1, field, msg };
+            if f.len() != 3 {
+                return Err(err("line", format!("expected 'LOW HIGH PERCENT', got {} fields", f.len())));
+            }
+            let low: i64 = f[0].parse().map_err(|_| err("LOW", format!("'{}' is not a whole number", f[0])))?;
+            let high: i64 = f[1].parse().map_err(|_| err("HIGH", format!("'{}' is not a whole number", f[1])))?;
+            let pct: f64 = f[2].parse().map_err(|_| err("PERCENT", format!("'{}' is not a number", f[2])))?;
+            if low < 1 || high < low {
+                return Err(err("LOW/HIGH", format!("lengths must be >= 1 with LOW <= HIGH (got {low} {high})")));
+            }
+            parts.push((low, high, pct));
+        }
+        Self::new(&parts).map_err(|e| match e {
+            ModelError::PercentSum(_) | ModelError::TooLong { .. } | ModelError::Percent { .. } => {
+                ModelError::File { file: path.into(), line: 0, field: "PERCENT", msg: e.to_string() }
+            }
+            other => other,
+        })
+    }
+
+    /// Mean length in packets (the listing's `avgmeslen`).
+    pub fn mean(&self) -> f64 {
+        self.ranges.iter().map(|r| r.frac * f64::from(r.low + r.high) / 2.0).sum()
+    }
+
+    /// Longest possible length.
+    pub fn max_len(&self) -> u32 {
+        self.ranges.iter().map(|r| r.high).max().unwrap_or(1)
+    }
+
+    /// Lengths that can occur, increasing.
+    pub fn support(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.ranges.iter().flat_map(|r| r.low..=r.high).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Draws a length from `u` uniform in [0, 1): pick the range, then a uniform integer in it.
+    #[inline]
+    pub fn sample(&self, u: f64) -> u32 {
+        let mut i = 0;
+        while i + 1 < self.cum.len() && u >= self.cum[i] {
+            i += 1;
+        }
+        let r = &self.ranges[i];
+        if r.low == r.high {
+            return r.low;
+        }
+        let lo = if i == 0 { 0.0 } else { self.cum[i - 1] };
+        let within = ((u - lo) / r.frac).clamp(0.0, 1.0 - 1e-12);
+        r.low + (within * f64::from(r.high - r.low + 1)) as u32
+    }
+}
+
+/// Which scheduling strategy a queue runs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub enum Strategy {
+    /// Round robin with new messages at the head (listing α = −2).
+    RrPrime,
+    /// Round robin (listing α = −1).
+    Rr,
+    /// FIFO (listing α = 0).
+    Fifo,
+    /// Alpha scheduling with a fixed α.
+    Alpha(f64),
+    /// Shortest remaining first (α = ∞; the listing's 1e6).
+    Sf,
+    /// Tracking α (§13) between LOW and HIGH, α = GAIN × queued packets.
+    Track { low: f64, high: f64, gain: f64 },
+    /// α per message drawn from `--msg-alpha` classes (§10).
+    Prio,
+}
+
+impl Strategy {
+    /// Parses a strategy name: RR', RR, FIFO, SF, a number, track:LOW:HIGH[:GAIN], prio.
+    pub fn parse(s: &str) -> Result<Strategy, ModelError> {
+        let t = s.trim();
+        let up = t.to_ascii_uppercase();
+        match up.as_str() {
+            "RR'" | "RRP" | "RR-PRIME" | "RRH" => return Ok(Strategy::RrPrime),
+            "RR" => return Ok(Strategy::Rr),
+            "FIFO" => return Ok(Strategy::Fifo),
+            "SF" | "INF" => return Ok(Strategy::Sf),
+            "PRIO" => return Ok(Strategy::Prio),
+            _ => {}
+        }
+        if let Some(rest) = up.strip_prefix("TRACK:") {
+            let f: Vec<&str> = rest.split(':').collect();
+            let num = |x: &str| x.parse::<f64>().map_err(|_| ModelError::Strategy(s.into()));
+            if !(2..=3).contains(&f.len()) {
+                return Err(ModelError::Strategy(s.into()));
+            }
+            let (low, high) = (num(f[0])?, num(f[1])?);
+            let gain = if f.len() == 3 { num(f[2])? } else { 1.0 };
+            for v in [low, high] {
+                Alpha::new(v).map_err(|e| ModelError::Alpha(s.into(), e.to_string()))?;
+            }
+            if high < low || !(gain.is_finite() && gain >= 0.0) {
+                return Err(ModelError::Alpha(s.into(), "need LOW <= HIGH and GAIN >= 0".into()));
+            }
+            return Ok(Strategy::Track { low, high, gain });
+        }
+        let v: f64 = t.parse().map_err(|_| ModelError::Strategy(s.into()))?;
+        Self::from_listing_alpha(v).map_err(|_| ModelError::Strategy(s.into()))
+    }
+
+    /// The listing's numeric convention: −2 RR′, −1 RR, 0 FIFO, ≥ 1e6 shortest-first.
+    pub fn from_listing_alpha(v: f64) -> Result<Strategy, ModelError> {
+        if v == -2.0 {
+            Ok(Strategy::RrPrime)
+        } else if v == -1.0 {
+            Ok(Strategy::Rr)
+        } else if v == 0.0 {
+            Ok(Strategy::Fifo)
+        } else if v >= 1e6 {
+            Ok(Strategy::Sf)
+        } else if v > 0.0 && v.is_finite() {
+            Alpha::new(v).map_err(|e| ModelError::Alpha(v.to_string(), e.to_string()))?;
+            Ok(Strategy::Alpha(v))
+        } else {
+            Err(ModelError::Strategy(v.to_string()))
+        }
+    }
+
+    /// The report's 13 default strategies: RR', RR, FIFO, 1, 2, 3, 6, 10, 20, 30, 60, 100, SF.
+    pub fn report_defaults() -> Vec<Strategy> {
+        let mut v = vec![Strategy::RrPrime, Strategy::Rr, Strategy::Fifo];
+        v.extend([1.0, 2.0, 3.0, 6.0, 10.0, 20.0, 30.0, 60.0, 100.0].map(Strategy::Alpha));
+        v.push(Strategy::Sf);
+        v
+    }
+
+    /// Row label as in the report's tables.
+    pub fn label(&self) -> String {
+        match self {
+            Strategy::RrPrime => "RR'".into(),
+            Strategy::Rr => "RR".into(),
+            Strategy::Fifo => "FIFO".into(),
+            Strategy::Alpha(a) => format!("{a}"),
+            Strategy::Sf => "SF".into(),
+            Strategy::Track { low, high, gain } => {
+                if *gain == 1.0 {
+                    format!("track{low}-{high}")
+                } else {
+                    format!("track{low}-{high}x{gain}")
+                }
+            }
+            Strategy::Prio => "prio".into(),
+        }
+    }
+
+    /// The listing's numeric α for the `>>` lines (−2, −1, 0, α, 1e6).
+    pub fn listing_alpha(&self) -> f64 {
+        match self {
+            Strategy::RrPrime => -2.0,
+            Strategy::Rr => -1.0,
+            Strategy::Fifo => 0.0,
+            Strategy::Alpha(a) => *a,
+            Strategy::Sf => 1e6,
+            Strategy::Track { high, .. } => *high,
+            Strategy::Prio => -3.0,
+        }
+    }
+
+    /// The alpha configuration for alpha-family strategies.
+    pub(crate) fn alpha_config(&self, in_order: bool, fallback: f64) -> Option<AlphaConfig> {
+        let a = |x: f64| Alpha::new(x).expect("validated at parse time");
+        let mut cfg = match self {
+            Strategy::Alpha(x) => AlphaConfig::fixed(a(*x)),
+            Strategy::Sf => AlphaConfig::shortest_first(),
+            Strategy::Track { low, high, gain } => AlphaConfig::tracking(a(*low), a(*high), *gain),
+            Strategy::Prio => AlphaConfig::fixed(a(fallback)),
+            _ => return None,
+        };
+        cfg.in_order = in_order;
+        Some(cfg)
+    }
+}
+
+/// A §10 priority class: messages drawn with probability `frac` get α = `alpha`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct AlphaClass {
+    pub alpha: f64,
+    pub frac: f64,
+}
+
+/// Parses `ALPHA:PERCENT,ALPHA:PERCENT,...` (percentages sum to 100).
+pub fn parse_alpha_classes(s: &str) -> Result<Vec<AlphaClass>, ModelError> {
+    let mut v = Vec::new();
+    let mut sum = 0.0;
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (a, p) = part
+            .split_once(':')
+            .ok_or_else(|| ModelError::Other(format!("--msg-alpha entry '{part}': expected ALPHA:PERCENT")))?;
+        let alpha: f64 =
+            a.trim().parse().map_err(|_| ModelError::Other(format!("--msg-alpha entry '{part}': ALPHA is not a number")))?;
+        Alpha::new(alpha).map_err(|e| ModelError::Alpha(a.into(), e.to_string()))?;
+        let pct: f64 =
+            p.trim().parse().map_err(|_| ModelError::Other(format!("--msg-alpha entry '{part}': PERCENT is not a number")))?;
+        if !(pct.is_finite() && pct > 0.0) {
+            return Err(ModelError::Other(format!("--msg-alpha entry '{part}': PERCENT must be > 0")));
+        }
+        sum += pct;
+        v.push(AlphaClass { alpha, frac: pct / 100.0 });
+    }
+    if v.is_empty() {
+        return Err(ModelError::Other("--msg-alpha needs at least one ALPHA:PERCENT".into()));
+    }
+    if (sum - 100.0).abs() > 1e-6 {
+        return Err(ModelError::PercentSum(sum));
+    }
+    Ok(v)
+}
+
+/// One message of an arrival trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraceArrival {
+    pub time: f64,
+    pub len: u32,
+    pub app: u32,
+}
+
+/// Reads an arrival trace: lines `TIME LENGTH [APP]`, times non-decreasing, `#` comments.
+pub fn read_trace(path: &Path) -> Result<Vec<TraceArrival>, ModelError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io { file: path.into(), msg: e.to_string() })?;
+    let mut v: Vec<TraceArrival> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let err = |field, msg: String| ModelError::File { file: path.into(), line: i + 1, field, msg };
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if !(2..=3).contains(&f.len()) {
+            return Err(err("line", format!("expected 'TIME LENGTH [APP]', got {} fields", f.len())));
+        }
+        let time: f64 = f[0].parse().map_err(|_| err("TIME", format!("'{}' is not a number", f[0])))?;
+        if !(time.is_finite() && time >= 0.0) {
+            return Err(err("TIME", format!("{time} must be a finite time >= 0")));
+        }
+        if let Some(prev) = v.last() {
+            if time < prev.time {
+                return Err(err("TIME", format!("{time} is earlier than the previous arrival {}", prev.time)));
+            }
+        }
+        let len: i64 = f[1].parse().map_err(|_| err("LENGTH", format!("'{}' is not a whole number", f[1])))?;
+        if len < 1 || len > i64::from(MAX_LEN) {
+            return Err(err("LENGTH", format!("{len} must be between 1 and {MAX_LEN} packets")));
+        }
+        let app: u32 = match f.get(2) {
+            Some(a) => a.parse().map_err(|_| err("APP", format!("'{a}' is not an application number")))?,
+            None => 0,
+        };
+        v.push(TraceArrival { time, len: len as u32, app });
+    }
+    if v.is_empty() {
+        return Err(ModelError::File { file: path.into(), line: 0, field: "line", msg: "the trace has no arrivals".into() });
+    }
+    Ok(v)
+}
+
+/// Validates a traffic level in percent.
+pub fn check_traffic(t: f64) -> Result<f64, ModelError> {
+    if t.is_finite() && t > 0.0 && t < 100.0 {
+        Ok(t)
+    } else {
+        Err(ModelError::Traffic(t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_distribution_matches_the_report() {
+        let d = LengthDist::report_default();
+        assert!((d.mean() - 4.7).abs() < 1e-12);
+        assert_eq!(d.support(), vec![1, 2, 3, 4, 5, 20]);
+        let mut counts = [0u32; 21];
+        let n = 100_000;
+        for i in 0..n {
+            counts[d.sample((i as f64 + 0.5) / n as f64) as usize] += 1;
+        }
+        for l in 1..=5 {
+            assert_eq!(counts[l], 18_000, "len {l}");
+        }
+        assert_eq!(counts[20], 10_000);
+    }
+
+    #[test]
+    fn bad_distributions_are_refused() {
+        assert_eq!(LengthDist::new(&[(1, 5, 50.0)]), Err(ModelError::PercentSum(50.0)));
+        assert_eq!(LengthDist::new(&[(0, 5, 100.0)]), Err(ModelError::Lengths { low: 0, high: 5 }));
+        assert_eq!(LengthDist::new(&[(5, 1, 100.0)]), Err(ModelError::Lengths { low: 5, high: 1 }));
+        assert!(LengthDist::new(&[(1, 5, -10.0), (1, 1, 110.0)]).is_err());
+    }
+
+    #[test]
+    fn strategies_parse_like_the_listing() {
+        assert_eq!(Strategy::parse("-2").unwrap(), Strategy::RrPrime);
+        assert_eq!(Strategy::parse("-1").unwrap(), Strategy::Rr);
+        assert_eq!(Strategy::parse("0").unwrap(), Strategy::Fifo);
+        assert_eq!(Strategy::parse("1e6").unwrap(), Strategy::Sf);
+        assert_eq!(Strategy::parse("RR'").unwrap(), Strategy::RrPrime);
+        assert_eq!(Strategy::parse("10").unwrap().label(), "10");
+        assert_eq!(Strategy::parse("track:1:100").unwrap().label(), "track1-100");
+        assert!(Strategy::parse("-5").is_err());
+        assert!(Strategy::parse("bogus").is_err());
+        assert!(Strategy::parse("track:100:1").is_err());
+        assert_eq!(Strategy::report_defaults().len(), 13);
+    }
+
+    #[test]
+    fn traffic_bounds() {
+        assert!(check_traffic(0.0).is_err());
+        assert!(check_traffic(100.0).is_err());
+        assert!(check_traffic(f64::NAN).is_err());
+        assert_eq!(check_traffic(0.01), Ok(0.01));
+    }
+
+    #[test]
+    fn trace_errors_name_line_and_field() {
+        let dir = std::env::temp_dir().join(format!("schedlab-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.txt");
+        std::fs::write(&p, "# t len app\n0.5 3\n1.0 x\n").unwrap();
+        let e = read_trace(&p).unwrap_err().to_string();
+        assert!(e.contains("t.txt:3") && e.contains("LENGTH"), "{e}");
+        std::fs::write(&p, "2 3\n1 3\n").unwrap();
+        assert!(read_trace(&p).unwrap_err().to_string().contains(":2: field 'TIME'"));
+        std::fs::write(&p, "0 3 1\n1.5 20 2\n").unwrap();
+        assert_eq!(read_trace(&p).unwrap().len(), 2);
+        std::fs::write(&p, "1 5 100\n").unwrap();
+        assert!(LengthDist::from_file(&p).unwrap().support() == vec![1, 2, 3, 4, 5]);
+        std::fs::write(&p, "1 5 90\n").unwrap();
+        assert!(LengthDist::from_file(&p).unwrap_err().to_string().contains("sum to 90"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,249 @@
+//! Text tables in the report's raw-data format, the listing's `>>` lines, and CSV rows.
+
+use std::fmt::Write as _;
+
+use crate::engine::{RunResult, StrategyResult};
+
+/// `1234567` → `1,234,567` (the report's "packets = 5,928,080").
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// C's `%g` for the values the listing prints (traffic, α).
+pub fn fmt_g(x: f64) -> String {
+    if x == x.trunc() && x.abs() < 1e6 {
+        return format!("{}", x as i64);
+    }
+    if x.abs() >= 1e6 || (x != 0.0 && x.abs() < 1e-4) {
+        let s = format!("{x:e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        return format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn lengths(r: &RunResult) -> Vec<u32> {
+    let mut v: Vec<u32> = r.strategies.iter().flat_map(|s| s.by_len.iter().map(|l| l.len)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn mean_for(s: &StrategyResult, len: u32) -> Option<f64> {
+    s.by_len.iter().find(|l| l.len == len).map(|l| l.mean_tu)
+}
+
+/// The report's raw-data table: `Traffic = 50%; packets = 5,928,080.` then
+/// `α qlen lat1 … lat20 avlat`, TAB separated, two decimals.
+pub fn raw_table(r: &RunResult) -> String {
+    let lens = lengths(r);
+    let mut s = String::new();
+    let _ = writeln!(s, "Traffic = {}%; packets = {}.", fmt_g(r.traffic_pct), thousands(r.packets_in));
+    let mut head = vec!["α".to_string(), "qlen".into()];
+    head.extend(lens.iter().map(|l| format!("lat{l}")));
+    head.push("avlat".into());
+    let _ = writeln!(s, "{}", head.join("\t"));
+    for st in &r.strategies {
+        let mut row = vec![st.label.clone(), format!("{:.2}", st.qlen_pkts)];
+        for &l in &lens {
+            row.push(mean_for(st, l).map_or("-".into(), |m| format!("{m:.2}")));
+        }
+        row.push(format!("{:.2}", st.overall.mean_tu));
+        let _ = writeln!(s, "{}", row.join("\t"));
+    }
+    s
+}
+
+/// Further statistics beyond the report: percentiles, confidence intervals, §12 fairness.
+pub fn extra_tables(r: &RunResult, batches: u32) -> String {
+    let lens = lengths(r);
+    let mut s = String::new();
+    let cols = |prefix: &str| {
+        let mut h = vec!["α".to_string()];
+        h.extend(lens.iter().map(|l| format!("{prefix}{l}")));
+        h.push(format!("{prefix}all"));
+        h.join("\t")
+    };
+    let _ = writeln!(s, "\nLatency percentiles p50/p99/max (time units), traffic {}%:", fmt_g(r.traffic_pct));
+    let _ = writeln!(s, "{}", cols("len"));
+    for st in &r.strategies {
+        let mut row = vec![st.label.clone()];
+        for &l in &lens {
+            row.push(
+                st.by_len
+                    .iter()
+                    .find(|x| x.len == l)
+                    .map_or("-".into(), |x| format!("{:.2}/{:.2}/{:.2}", x.p50_tu, x.p99_tu, x.max_tu)),
+            );
+        }
+        let o = &st.overall;
+        row.push(format!("{:.2}/{:.2}/{:.2}", o.p50_tu, o.p99_tu, o.max_tu));
+        let _ = writeln!(s, "{}", row.join("\t"));
+    }
+    let _ = writeln!(
+        s,
+        "\n95% confidence half-widths of the mean latencies (batch means, {batches} batches), traffic {}%:",
+        fmt_g(r.traffic_pct)
+    );
+    let _ = writeln!(s, "{}", cols("±lat"));
+    for st in &r.strategies {
+        let mut row = vec![st.label.clone()];
+        for &l in &lens {
+            row.push(st.by_len.iter().find(|x| x.len == l).map_or("-".into(), |x| fmt_ci(x.ci95_tu)));
+        }
+        row.push(fmt_ci(st.overall.ci95_tu));
+        let _ = writeln!(s, "{}", row.join("\t"));
+    }
+    let sf = r.strategies.iter().find(|x| x.label == "SF").map(|x| x.overall.mean_tu);
+    let _ = writeln!(
+        s,
+        "\nFairness (§12): effective packet period (latency + 1) / length, and overall latency relative to SF:"
+    );
+    let _ = writeln!(s, "α\tperiod_min\tperiod_max\trange\tavlat/SF");
+    for st in &r.strategies {
+        let rel = sf.filter(|v| *v > 0.0).map_or("-".into(), |v| format!("{:.3}", st.overall.mean_tu / v));
+        let _ = writeln!(
+            s,
+            "{}\t{:.2}\t{:.2}\t{:.2}\t{}",
+            st.label,
+            st.period_min,
+            st.period_max,
+            st.period_max - st.period_min,
+            rel
+        );
+    }
+    if r.strategies.iter().any(|x| !x.by_class.is_empty()) {
+        let _ = writeln!(s, "\nLatency per §10 α class (mean time units; class order as given to --msg-alpha):");
+        for st in &r.strategies {
+            let cells: Vec<String> =
+                st.by_class.iter().map(|c| format!("class{}: {:.2} (n={})", c.len, c.mean_tu, c.count)).collect();
+            let _ = writeln!(s, "{}\t{}", st.label, cells.join("\t"));
+        }
+    }
+    if r.strategies.iter().any(|x| x.reordered > 0) || r.strategies.iter().any(|x| x.label.is_empty()) {
+        let _ = writeln!(s, "\nMessages delivered out of order per application (§11):");
+        for st in &r.strategies {
+            let _ = writeln!(s, "{}\t{}", st.label, st.reordered);
+        }
+    }
+    if r.interrupted {
+        let _ = writeln!(s, "\n(interrupted: statistics cover the {} packets that arrived)", thousands(r.packets_in));
+    }
+    s
+}
+
+fn fmt_ci(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn centi(x: f64) -> i64 {
+    (100.0 * x + 0.5).floor() as i64
+}
+
+/// The listing's `>>` lines for every checkpoint and for the end of the run.
+pub fn classic_lines(r: &RunResult) -> String {
+    let mut s = String::new();
+    let t = fmt_g(r.traffic_pct);
+    for c in &r.checkpoints {
+        s.push('\n');
+        for (alpha, q, out, lens, avg) in &c.rows {
+            let lats: Vec<String> = lens.iter().map(|m| centi(*m).to_string()).collect();
+            let _ = writeln!(
+                s,
+                ">> {t} {} {} {} {} {} {}",
+                fmt_g(*alpha),
+                centi(*q),
+                c.packets_in,
+                out,
+                lats.join(" "),
+                centi(*avg)
+            );
+        }
+    }
+    s.push('\n');
+    for st in &r.strategies {
+        let lats: Vec<String> = st.by_len.iter().map(|l| centi(l.mean_tu).to_string()).collect();
+        let _ = writeln!(
+            s,
+            ">> {t} {} {} {} {} {} {}",
+            fmt_g(st.listing_alpha),
+            centi(st.qlen_pkts),
+            r.packets_in,
+            st.packets_out,
+            lats.join(" "),
+            centi(st.overall.mean_tu)
+        );
+    }
+    s
+}
+
+/// CSV header for [`csv_rows`].
+pub const CSV_HEADER: [&str; 13] = [
+    "traffic_pct",
+    "seed",
+    "strategy",
+    "listing_alpha",
+    "len_pkts",
+    "count",
+    "mean_lat_tu",
+    "ci95_lat_tu",
+    "p50_lat_tu",
+    "p99_lat_tu",
+    "max_lat_tu",
+    "qlen_pkts",
+    "packets_in",
+];
+
+/// One CSV row per (strategy, length), plus a `len_pkts = 0` row for all messages.
+pub fn csv_rows(r: &RunResult) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for st in &r.strategies {
+        for l in st.by_len.iter().chain(std::iter::once(&st.overall)) {
+            rows.push(vec![
+                fmt_g(r.traffic_pct),
+                r.seed.to_string(),
+                st.label.clone(),
+                fmt_g(st.listing_alpha),
+                l.len.to_string(),
+                l.count.to_string(),
+                format!("{:.6}", l.mean_tu),
+                format!("{:.6}", l.ci95_tu),
+                format!("{:.3}", l.p50_tu),
+                format!("{:.3}", l.p99_tu),
+                format!("{:.3}", l.max_tu),
+                format!("{:.4}", st.qlen_pkts),
+                r.packets_in.to_string(),
+            ]);
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn formats_like_the_report_and_listing() {
+        assert_eq!(thousands(5_928_080), "5,928,080");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(fmt_g(90.0), "90");
+        assert_eq!(fmt_g(0.01), "0.01");
+        assert_eq!(fmt_g(-2.0), "-2");
+        assert_eq!(fmt_g(1e6), "1e+06");
+        assert_eq!(centi(5.455), 546);
+    }
+}
