@@ -1,0 +1,136 @@
+//! `schedlab sched` end to end: the seed's command lines verbatim (with a -d cap so each run is
+//! sub-second), the output lines, the timestamp files, the JSON, and bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn sched(dir: &std::path::Path) -> Command {
+    let mut c = Command::cargo_bin("schedlab").unwrap();
+    c.current_dir(dir).arg("sched").timeout(std::time::Duration::from_secs(60));
+    c
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[test]
+fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "sched.txt", "# seed example\nthread all\n1s 100M 1500 1\nthread 0\n0.2s 0\n");
+    let out = sched(d.path())
+        .args("-t 4 -f sched.txt -b 20M -q 100 -i 20 -c 5 -d 0.3 --json r.json -- -flowsets 100:1500:1,1:1500:16 -alg rr".split(' '))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for i in 0..4 {
+        assert!(text.contains(&format!("client   {i}:")), "{text}");
+    }
+    assert!(text.contains("TOTAL:") && text.contains("Mpps"), "{text}");
+    assert!(text.contains("link: nominal 20.00 Mb/s, achieved"), "{text}");
+    // The weight-100 flow gets most of the link.
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
+    let clients = v["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 4);
+    let bits = |i: usize| clients[i]["bits"].as_f64().unwrap();
+    assert!(bits(0) > 5.0 * bits(1), "weight 100 vs 1: {} vs {}", bits(0), bits(1));
+    for c in clients {
+        let gen = c["generated_pkts"].as_u64().unwrap();
+        let parts = ["transmitted_pkts", "ring_full_drops", "sched_drops", "queued_at_stop_pkts"]
+            .iter()
+            .map(|k| c[*k].as_u64().unwrap())
+            .sum::<u64>();
+        assert_eq!(gen, parts, "{c}");
+        assert!(c["delay_us"]["p99"].as_f64().is_some());
+        assert!(c["thread"]["cpu"].as_i64().unwrap() >= 0);
+    }
+    assert_eq!(v["link_nominal_bps"].as_u64(), Some(20_000_000));
+    assert!(v["scheduler_thread"]["allowed_cpus"].is_array());
+    assert!(v["machine"]["kernel"].is_string());
+    // Timestamp files: six TAB-separated fields per transmitted packet.
+    for i in 0..4 {
+        let ts = std::fs::read_to_string(d.path().join(format!("queue-{i}.txt"))).unwrap();
+        let n = ts.lines().count() as u64;
+        assert_eq!(n, clients[i]["transmitted_pkts"].as_u64().unwrap() + clients[i]["sched_drops"].as_u64().unwrap());
+        for line in ts.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 6, "{line:?}");
+            assert_eq!(f[4], "1500");
+            assert!(f[..4].iter().all(|x| x.parse::<u64>().is_ok()), "{line:?}");
+        }
+    }
+}
+
+#[test]
+fn second_seed_line_with_10t_and_pinning_and_prefix() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "sched.txt", "1s 1G 60\n");
+    let cpu = if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) > 1 { "1" } else { "0" };
+    let assert = sched(d.path())
+        .args(["-a", cpu])
+        .args("-t 1 -b 10T -q 20 -d 0.2 -p run1- -- -flowsets 1:1500:32 -alg rr".split(' '))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("link: nominal 10.00 Tb/s"))
+        .stdout(predicate::str::contains("traffic sched.txt"));
+    let text = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    // The scheduler either reports the CPU it ran on or says it could not be pinned.
+    assert!(text.contains(&format!("ran on cpu {cpu} (allowed [{cpu}])")) || text.contains("NOT pinned"), "{text}");
+    assert!(d.path().join("run1-queue-0.txt").exists(), "-p prefix is honoured");
+}
+
+#[test]
+fn embedded_default_program_runs_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    sched(d.path())
+        .args("-t 2 -d 0.1 --no-timestamps -- -alg sf".split(' '))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("embedded default program"))
+        .stdout(predicate::str::contains("client   1:"));
+    assert!(!d.path().join("queue-0.txt").exists());
+}
+
+#[test]
+fn distributed_mode_reports_client_scheduling() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "t.txt", "thread all\n1s 2M 500\n");
+    sched(d.path())
+        .args("-t 2 -f t.txt -D -c 1us -d 0.2 --no-timestamps -- -flowsets 1:1500:2 -alg wf2qp".split(' '))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("distributed:").and(predicate::str::contains("client passes")));
+}
+
+#[test]
+fn bad_input_fails_cleanly() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "bad.txt", "1s 100M 64\nthread 1\n1s 1X 64\n");
+    write(d.path(), "neg.txt", "1s -100M 64\n");
+    write(d.path(), "ok.txt", "0.1s 1M 64\nthread 9\n1s 1M\n");
+    let fail = |args: &str, needle: &str| {
+        sched(d.path())
+            .args(args.split(' '))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(needle).and(predicate::str::contains("panicked").not()));
+    };
+    fail("-t 2 -f bad.txt", "bad.txt:3: field 2 (rate)");
+    fail("-f neg.txt", "neg.txt:1: field 2 (rate): '-100M' is negative");
+    fail("-f ok.txt -q 0", "-q 0: the queue size must be at least 1");
+    fail("-f ok.txt -- -alg bogus", "unknown -alg 'bogus'");
+    fail("-f ok.txt -b -1G", "negative");
+    fail("-f ok.txt -t 3 -- -flowsets 1:1500:2 -alg rr", "2 flows but there are 3 clients");
+    fail("-f ok.txt -- -flowsets 1:x:2 -alg qfq", "-flowsets entry 1");
+    fail("-f missing.txt", "missing.txt");
+    fail("-f ok.txt -i 5h", "-i");
+    // Entries for a thread that does not exist: a warning, and the run goes on.
+    sched(d.path())
+        .args("-f ok.txt --no-timestamps".split(' '))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("ok.txt:3: thread 9 does not exist"));
+}
