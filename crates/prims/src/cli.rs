@@ -157,7 +157,7 @@ struct TrylockArgs {
 fn ops_from_millions(m: f64, flag: &str) -> Result<u64> {
     anyhow::ensure!(m.is_finite() && m > 0.0, "{flag} {m}: must be a positive number of millions");
     let ops = (m * 1e6).round();
-    anyhow::ensure!(ops >= 1.0 && ops < 1e15, "{flag} {m}: gives {ops} operations; use between 0.000001 and 1e9");
+    anyhow::ensure!((1.0..1e15).contains(&ops), "{flag} {m}: gives {ops} operations; use between 0.000001 and 1e9");
     Ok(ops as u64)
 }
 
@@ -273,7 +273,7 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
             let p = rc.prefix("main", current_cpu());
             println!("{p}t_busy {} ns, t_free {} ns", c_exp(tb, 3), c_exp(tf, 3));
             println!("{p}t_post {} ns", c_exp(tp, 3));
-            let [mb, mf, mp, mh] = run.merged();
+            let (mb, mf, mp, mh) = (run.all.busy_ns, run.all.free_ns, run.all.post_ns, run.all.free_handover_ns);
             println!("# all threads: busy {}; free {}; post {}", pcts(&mb, "ns"), pcts(&mf, "ns"), pcts(&mp, "ns"));
             println!(
                 "# free tries that took a lock another thread had just released: {} of {} ({})",

@@ -158,46 +158,6 @@ pub fn install_ctrlc() {
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pinning_is_read_back() {
-        let cpu = *machine::online_cpus().last().unwrap();
-        let got = std::thread::spawn(move || {
-            ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None }.apply()
-        })
-        .join()
-        .unwrap();
-        assert!(got.degraded.is_empty(), "{:?}", got.degraded);
-        assert_eq!(got.got.allowed_cpus, vec![cpu]);
-        assert_eq!(got.got.cpu as usize, cpu);
-    }
-
-    #[test]
-    fn impossible_cpu_is_reported_as_degraded() {
-        let got = std::thread::spawn(|| ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None }.apply())
-            .join()
-            .unwrap();
-        assert_eq!(got.degraded.len(), 1, "{:?}", got.degraded);
-        assert!(check_cpus([("-s", 4000)]).unwrap_err().to_string().contains("4000"));
-    }
-
-    #[test]
-    fn rt_request_matches_what_was_read_back() {
-        // Granted or not depends on privileges; either way the report must agree with the kernel.
-        let got = std::thread::spawn(|| {
-            ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) }
-                .apply()
-        })
-        .join()
-        .unwrap();
-        let granted = got.got.policy == SchedPolicy::SchedRr && got.got.priority == 1;
-        assert_eq!(granted, got.degraded.is_empty(), "{got:?}");
-    }
-}
-
 /// Start line shared by the measuring threads and the thread that launched them: every worker
 /// applies its request and reports; the launcher looks at all reports and either lets everyone
 /// start measuring or, when something asked for was refused and degraded runs are not allowed,
@@ -255,4 +215,44 @@ impl Gate {
 /// All degradation lines of a run.
 pub fn degraded_lines(gots: &[ThreadGot], extra: &[String]) -> Vec<String> {
     extra.iter().cloned().chain(gots.iter().flat_map(|g| g.degraded.iter().cloned())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_is_read_back() {
+        let cpu = *machine::online_cpus().last().unwrap();
+        let got = std::thread::spawn(move || {
+            ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None }.apply()
+        })
+        .join()
+        .unwrap();
+        assert!(got.degraded.is_empty(), "{:?}", got.degraded);
+        assert_eq!(got.got.allowed_cpus, vec![cpu]);
+        assert_eq!(got.got.cpu as usize, cpu);
+    }
+
+    #[test]
+    fn impossible_cpu_is_reported_as_degraded() {
+        let got = std::thread::spawn(|| ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None }.apply())
+            .join()
+            .unwrap();
+        assert_eq!(got.degraded.len(), 1, "{:?}", got.degraded);
+        assert!(check_cpus([("-s", 4000)]).unwrap_err().to_string().contains("4000"));
+    }
+
+    #[test]
+    fn rt_request_matches_what_was_read_back() {
+        // Granted or not depends on privileges; either way the report must agree with the kernel.
+        let got = std::thread::spawn(|| {
+            ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) }
+                .apply()
+        })
+        .join()
+        .unwrap();
+        let granted = got.got.policy == SchedPolicy::SchedRr && got.got.priority == 1;
+        assert_eq!(granted, got.degraded.is_empty(), "{got:?}");
+    }
 }

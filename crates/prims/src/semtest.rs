@@ -4,8 +4,14 @@
 //! a timestamp, notifies polo and waits; polo wakes, notifies marco back. In round-trip mode (the
 //! original's) marco's second timestamp closes the sample: two wake-ups. In one-way mode (what
 //! rt-tests' `ptsematest` measures) polo closes the sample as soon as it wakes, against marco's
-//! timestamp (same clock, shared through memory). Marco then sleeps `interval` before the next
-//! iteration; the first `warmup` iterations are not recorded.
+//! timestamp (same clock, shared through memory). The first `warmup` iterations are not recorded.
+//!
+//! Where the `interval` sleep goes matters as much as the primitive. In round-trip mode marco
+//! sleeps after each sample (the original), so every sample starts on a CPU that has just left
+//! idle. In one-way mode polo sleeps before releasing marco (as `ptsematest`'s receiver does), so
+//! marco timestamps right after being woken, on an awake CPU. On this kind of VM, where idle
+//! vCPUs halt, starting from idle roughly doubles a same-core one-way wake-up (≈6.5 µs against
+//! ≈3.5 µs), so the two structures are not interchangeable.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -178,8 +184,11 @@ pub fn permutation(n: usize, seed: u64) -> Vec<usize> {
     p
 }
 
+/// CPU requests of one pair: (marco, polo); `None` = not pinned.
+pub type PairCpus = (Option<usize>, Option<usize>);
+
 /// CPU requests (marco, polo) of each pair; refuses impossible placements.
-pub fn pair_cpus(cfg: &SemtestConfig, cpus: &[usize]) -> Result<Vec<(Option<usize>, Option<usize>)>, PrimsError> {
+pub fn pair_cpus(cfg: &SemtestConfig, cpus: &[usize]) -> Result<Vec<PairCpus>, PrimsError> {
     if cfg.pairs == 0 {
         return Err(PrimsError::BadInput("-n 0: at least one pair of threads is needed".into()));
     }
@@ -234,7 +243,7 @@ fn marco(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
         if cfg.mode == Mode::RoundTrip && i >= cfg.warmup {
             h.record(t1 - t0);
         }
-        if cfg.interval_us > 0 {
+        if cfg.mode == Mode::RoundTrip && cfg.interval_us > 0 {
             std::thread::sleep(interval);
         }
     }
@@ -245,6 +254,7 @@ fn marco(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
 
 fn polo(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
     let mut h = Hist::new();
+    let interval = std::time::Duration::from_micros(cfg.interval_us);
     let mut seen = 0u64;
     loop {
         p.to_polo.wait()?;
@@ -256,6 +266,9 @@ fn polo(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
             h.record(t.saturating_sub(p.sent_at.load(Ordering::Acquire)));
         }
         seen += 1;
+        if cfg.mode == Mode::OneWay && cfg.interval_us > 0 {
+            std::thread::sleep(interval);
+        }
         p.to_marco.notify()?;
     }
     Ok((h, current_cpu()))

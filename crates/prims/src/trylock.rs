@@ -88,23 +88,25 @@ pub struct TrylockRun {
     pub alloc_cpu_got: Option<i32>,
     pub threads: Vec<ThreadGot>,
     pub workers: Vec<WorkerResult>,
+    /// All workers' samples together (test B and ping-pong).
+    pub all: AllThreads,
     pub interrupted: bool,
+}
+
+/// Distributions of every worker's samples together, ns (each sample includes one clock read).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AllThreads {
+    pub busy_ns: Summary,
+    pub free_ns: Summary,
+    pub post_ns: Summary,
+    /// Free tries that took a lock another thread had just released.
+    pub free_handover_ns: Summary,
 }
 
 impl TrylockRun {
     /// Sum of the workers' try rates (test A).
     pub fn total_rate(&self) -> f64 {
         self.workers.iter().map(|w| w.rate_ops_per_s).sum()
-    }
-    /// Busy, free, post and handed-over-free distributions of all workers together (ns).
-    pub fn merged(&self) -> [Summary; 4] {
-        let mut all = [Hist::new(), Hist::new(), Hist::new(), Hist::new()];
-        for h in self.workers.iter().filter_map(|w| w.hists.as_ref()) {
-            for (a, b) in all.iter_mut().zip(h.iter()) {
-                a.merge(b);
-            }
-        }
-        all.map(|h| h.summary(1.0))
     }
     /// Sample-weighted average busy / free / post cost over all workers, ns.
     pub fn averages(&self) -> (f64, f64, f64) {
@@ -349,6 +351,18 @@ fn pingpong_loop(lock: &dyn TryLock, turns: &Turns, rounds: u64, me: usize, ring
     s.finish(me, now_ns() - start)
 }
 
+/// Busy, free, post and handed-over-free samples of all workers together.
+fn merge(workers: &[WorkerResult]) -> AllThreads {
+    let mut all = [Hist::new(), Hist::new(), Hist::new(), Hist::new()];
+    for h in workers.iter().filter_map(|w| w.hists.as_ref()) {
+        for (a, b) in all.iter_mut().zip(h.iter()) {
+            a.merge(b);
+        }
+    }
+    let [b, f, p, h] = all.map(|h| h.summary(1.0));
+    AllThreads { busy_ns: b, free_ns: f, post_ns: p, free_handover_ns: h }
+}
+
 /// Validates a configuration before any thread is started.
 pub fn validate(cfg: &TrylockConfig) -> Result<(), PrimsError> {
     if cfg.threads == 0 {
@@ -425,7 +439,8 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
         lock.unlock();
     }
     let threads = verdict?;
-    Ok(TrylockRun { config: cfg.clone(), alloc_cpu_got, threads, workers, interrupted: stop_requested() })
+    let all = merge(&workers);
+    Ok(TrylockRun { config: cfg.clone(), alloc_cpu_got, threads, workers, all, interrupted: stop_requested() })
 }
 
 #[cfg(test)]
