@@ -11,3 +11,5 @@ else
     echo "rdma no-device check: $rdma_err"
     [ "$(printf '%s\n' "$rdma_err" | wc -l)" -eq 1 ] || { echo "rdma: expected one line of explanation"; exit 1; }
 fi
+# sched: model-check the SPSC ring's Release/Acquire protocol with loom (about a minute to build).
+cargo test --release -p schedlab-sched --features loom --lib ring
