@@ -26,7 +26,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         "echo" => with_args::<EchoArgs>(args, |a| echo(a, None)),
         "burst" | "test-burst" => with_args::<BurstArgs>(args, burst),
         "hist" => with_args::<HistArgs>(args, hist),
-        "echo-bench" => bail!("echo-bench is not built yet"),
+        "echo-bench" => with_args::<crate::bench::BenchArgs>(args, crate::bench::main),
         c => match c.strip_prefix("echo-").map(str::parse::<Mode>) {
             Some(Ok(m)) => with_args::<EchoArgs>(args, |a| echo(a, Some(m))),
             Some(Err(e)) => bail!("{e} (commands: echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring, echo-bench)"),
@@ -61,7 +61,7 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, EchoError> {
 
 /// Installs one SIGINT/SIGTERM handler per process; every call returns the shared flag, and the
 /// first call also a channel that receives one message per signal.
-fn signals() -> (Arc<AtomicBool>, Option<mpsc::Receiver<()>>) {
+pub(crate) fn signals() -> (Arc<AtomicBool>, Option<mpsc::Receiver<()>>) {
     static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
     let mut rx_out = None;
     let flag = FLAG

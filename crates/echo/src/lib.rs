@@ -27,13 +27,13 @@
 //! [`EchoError::Unsupported`] that says what is missing.
 
 pub mod aio;
-
+pub mod bench;
 pub mod bpf;
 pub mod cli;
 pub mod client;
 pub mod error;
-
-
+pub mod netns;
+pub mod png;
 pub mod server;
 pub mod size;
 pub mod stats;

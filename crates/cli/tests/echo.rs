@@ -1,0 +1,266 @@
+//! CLI tests of `schedlab echo`, `echo-MODE`, `burst`/`test-burst`, `hist` and `echo-bench`.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("schedlab").unwrap();
+    c.timeout(Duration::from_secs(60));
+    c
+}
+
+/// A server started through the CLI; killed on drop if the test did not stop it.
+struct Srv {
+    child: Child,
+    port: u16,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Srv {
+    fn start(args: &[&str]) -> Srv {
+        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        let port = first
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {first:?}"));
+        Srv { child, port, out }
+    }
+
+    /// Sends SIGTERM and returns (exit success, rest of stdout).
+    fn stop(mut self) -> (bool, String) {
+        StdCommand::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.out, &mut rest);
+        (status.success(), rest)
+    }
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn seed_command_lines_work() {
+    // `echo-naive ADDR $BUSYPOLL`: any second argument turns busy poll on.
+    let srv = Srv::start(&["echo-naive", "127.0.0.1:0", "1"]);
+    let addr = format!("127.0.0.1:{}", srv.port);
+    // `test-burst ADDR SIZE ROUNDS`: a bare size is KiB.
+    let out = bin().args(["test-burst", &addr, "4", "20", "--settle", "0"]).assert().success();
+    let o = out.get_output();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 20, "one RTT per line: {stdout}");
+    assert!(lines.iter().all(|l| l.parse::<u64>().is_ok()), "integers in microseconds: {stdout}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("burst 4K x 20 rounds") && stderr.contains("81920 bytes echoed and verified"), "{stderr}");
+    assert!(stderr.contains("p99.99="), "{stderr}");
+    let (ok, rest) = srv.stop();
+    assert!(ok, "clean exit on SIGTERM: {rest}");
+    assert!(rest.contains("81920 bytes echoed"), "{rest}");
+    assert!(rest.contains("cannot take effect"), "busy poll honesty on loopback: {rest}");
+    assert!(rest.contains("file descriptors open"), "{rest}");
+}
+
+#[test]
+fn every_mode_through_the_cli() {
+    for mode in ["naive", "iosubmit", "splice", "sockmap", "io_uring"] {
+        let srv = Srv::start(&["echo", "--mode", mode, "127.0.0.1:0"]);
+        let addr = format!("127.0.0.1:{}", srv.port);
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("b.json");
+        bin()
+            .args(["burst", &addr, "64K", "10", "--settle", "0", "--warmup", "2", "--mode", "rr", "-q", "--json"])
+            .arg(&json)
+            .assert()
+            .success()
+            .stdout(predicate::str::is_empty());
+        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(j["rtt_us"]["count"], 10);
+        assert_eq!(j["bytes_verified"], 12 * 65536);
+        assert_eq!(j["rtt_samples_us"].as_array().unwrap().len(), 10);
+        assert!(j["machine"]["kernel"].is_string());
+        let (ok, rest) = srv.stop();
+        assert!(ok, "{mode}: {rest}");
+        assert!(rest.contains(&format!("{} bytes echoed", 12 * 65536)), "{mode}: {rest}");
+        if mode == "sockmap" {
+            assert!(rest.contains("0 still present in the kernel"), "{rest}");
+        }
+    }
+}
+
+#[test]
+fn burst_works_against_socat() {
+    if StdCommand::new("socat").arg("-V").stdout(Stdio::null()).status().is_err() {
+        eprintln!("SKIP: socat is not installed (apt-get install socat)");
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut socat = StdCommand::new("socat")
+        .args([&format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"), "PIPE"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "socat did not start listening");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let addr = format!("127.0.0.1:{port}");
+    for size in ["1B", "64", "1M"] {
+        bin().args(["burst", &addr, size, "5", "--settle", "0"]).assert().success().stderr(predicate::str::contains("verified"));
+    }
+    let _ = socat.kill();
+    let _ = socat.wait();
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["burst", "nonsense", "4", "1"], "invalid address"),
+        (&["burst", "127.0.0.1:1", "0", "5"], "at least 1 byte"),
+        (&["burst", "127.0.0.1:1", "4X", "5"], "unknown unit"),
+        (&["burst", "127.0.0.1:1", "4", "0"], "rounds must be at least 1"),
+        (&["echo", "127.0.0.1:0"], "--mode"),
+        (&["echo-bogus", "127.0.0.1:0"], "unknown mode"),
+        (&["echo", "--mode", "naive", "999.1.1.1:80"], "invalid address"),
+        (&["hist", "/nonexistent/file"], "cannot read /nonexistent/file"),
+    ];
+    for (args, msg) in cases {
+        bin().args(args).assert().failure().stderr(predicate::str::contains(msg));
+    }
+    // Port in use.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    bin()
+        .args(["echo", "--mode", "naive", &addr, "--duration", "1"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("already in use"));
+    // Nobody listening.
+    drop(l);
+    bin()
+        .args(["burst", &addr, "4", "1", "--settle", "0"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cannot connect").and(predicate::str::contains("is an echo server listening")));
+}
+
+#[test]
+fn hist_summary_histogram_trim_and_csv() {
+    let data: String = (1..=200).map(|i| format!("{i}\n")).collect();
+    let out = bin().arg("hist").write_stdin(data.clone()).assert().success().get_output().stdout.clone();
+    let s = String::from_utf8(out).unwrap();
+    assert!(s.contains("min:1.00 avg:100.50 med=100.00 max:200.00 dev:57.73 count:200"), "{s}");
+    assert!(s.contains("p99:198.00") && s.contains("p99.99:200.00"), "{s}");
+    assert!(s.contains("128 - 256") && s.contains("[      73]"), "log2 bucket 128..255 holds 73 values: {s}");
+    bin()
+        .args(["hist", "--csv", "--name", "naive", "--trim-slowest", "1%"])
+        .write_stdin(data)
+        .assert()
+        .success()
+        .stdout("naive, 99.00, 57.16, 1.00, 198.00\n");
+    bin()
+        .arg("hist")
+        .write_stdin("1\n2\nabc\n")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("stdin:3: 'abc' is not a number"));
+    bin().arg("hist").write_stdin("\n").assert().failure().stderr(predicate::str::contains("no numbers"));
+}
+
+#[test]
+fn echo_bench_writes_csv_svg_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    bin()
+        .args(["echo-bench", "--modes", "naive,sockmap", "--sizes", "1B,4K", "--rounds", "30", "--warmup", "3", "--peer", "none", "--out"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("median round trip"))
+        .stderr(predicate::str::contains("[8/8]"));
+    for size in ["1B", "4K"] {
+        let d = out.join(size);
+        let csv = std::fs::read_to_string(d.join("data.csv")).unwrap();
+        let names: Vec<&str> = csv.lines().map(|l| l.split(',').next().unwrap()).collect();
+        assert_eq!(names, ["naive", "sockmap"], "{csv}");
+        assert!(csv.lines().all(|l| l.split(", ").count() == 5), "name, med, dev, min, max: {csv}");
+        assert_eq!(std::fs::read_to_string(d.join("data-busypoll.csv")).unwrap().lines().count(), 2);
+        let svg = std::fs::read_to_string(d.join(format!("echo-{size}.svg"))).unwrap();
+        assert_eq!(svg.matches(r#"class="candle""#).count(), 4, "2 modes x busy poll off/on");
+        let png = std::fs::read(d.join(format!("echo-{size}.png"))).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+    }
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(j["rows"].as_array().unwrap().len(), 8);
+    assert_eq!(j["rows"][0]["rtt_us"]["count"], 30);
+    assert!(Path::new(&out.join("summary.csv")).exists());
+}
+
+#[test]
+fn echo_bench_netns_cleans_up() {
+    let root = StdCommand::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
+    if !root || !Path::new("/usr/sbin/ip").exists() && !Path::new("/sbin/ip").exists() && !Path::new("/usr/bin/ip").exists() {
+        eprintln!("SKIP: --netns needs root and iproute2");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .args(["echo-bench", "--netns", "--modes", "naive", "--sizes", "1B", "--rounds", "20", "--warmup", "2", "--no-busy-poll", "--peer", "none", "--out"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "echo-bench --netns hung");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+    if !status.success() && err.contains("not available") {
+        eprintln!("SKIP: namespaces unavailable here: {err}");
+        return;
+    }
+    assert!(status.success(), "{err}");
+    assert!(err.contains("removed"), "{err}");
+    let left: Vec<_> = std::fs::read_dir("/var/run/netns")
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(&format!("-{pid}"))).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    let csv = std::fs::read_to_string(dir.path().join("1B/data.csv")).unwrap();
+    assert!(csv.starts_with("naive, "), "{csv}");
+}
