@@ -190,7 +190,15 @@ pub fn run(cfg: &NotifyConfig) -> Result<NotifyRun, PrimsError> {
             }
             Some(r.map(Result1::Sender))
         }),
-    )?;
+    );
+    let snd = match snd {
+        Ok(h) => h,
+        Err(e) => {
+            gate.cancel();
+            let _ = rcv.join();
+            return Err(e);
+        }
+    };
     let verdict = gate.verdict(&[]);
     let join = |h: std::thread::JoinHandle<Option<std::io::Result<Result1>>>| {
         h.join().map_err(|_| PrimsError::Worker("a notify thread panicked".into()))

@@ -161,54 +161,71 @@ pub fn install_ctrlc() {
 /// Start line shared by the measuring threads and the thread that launched them: every worker
 /// applies its request and reports; the launcher looks at all reports and either lets everyone
 /// start measuring or, when something asked for was refused and degraded runs are not allowed,
-/// sends everyone home before a single sample is taken.
+/// sends everyone home before a single sample is taken. If the launcher cannot start all
+/// workers, [`Gate::cancel`] sends home those already waiting, so no thread is left behind.
 pub struct Gate {
-    barrier: std::sync::Barrier,
-    abort: AtomicBool,
-    gots: std::sync::Mutex<Vec<Option<ThreadGot>>>,
+    state: std::sync::Mutex<GateState>,
+    cv: std::sync::Condvar,
     allow_degraded: bool,
+}
+
+struct GateState {
+    gots: Vec<Option<ThreadGot>>,
+    arrived: usize,
+    /// `Some(true)`: measure; `Some(false)`: go home.
+    go: Option<bool>,
 }
 
 impl Gate {
     /// A gate for `workers` threads plus the launcher.
     pub fn new(workers: usize, allow_degraded: bool) -> Gate {
         Gate {
-            barrier: std::sync::Barrier::new(workers + 1),
-            abort: AtomicBool::new(false),
-            gots: std::sync::Mutex::new(vec![None; workers]),
+            state: std::sync::Mutex::new(GateState { gots: vec![None; workers], arrived: 0, go: None }),
+            cv: std::sync::Condvar::new(),
             allow_degraded,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Called by worker `index`: applies `req`, waits for the verdict. `None` means: do not measure.
     pub fn enter(&self, index: usize, req: &ThreadRequest) -> Option<ThreadGot> {
         let got = req.apply();
-        self.gots.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(got.clone());
-        self.barrier.wait();
-        self.barrier.wait();
-        if self.abort.load(Ordering::SeqCst) {
-            None
-        } else {
-            Some(got)
+        let mut st = self.lock();
+        st.gots[index] = Some(got.clone());
+        st.arrived += 1;
+        self.cv.notify_all();
+        while st.go.is_none() {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
+        (st.go == Some(true)).then_some(got)
     }
 
-    /// Called by the launcher once: waits for every worker's report and gives the verdict.
-    /// `extra` are degradations found outside the workers (e.g. mlockall).
+    /// Called by the launcher once all workers are started: waits for every worker's report and
+    /// gives the verdict. `extra` are degradations found outside the workers (e.g. mlockall).
     pub fn verdict(&self, extra: &[String]) -> Result<Vec<ThreadGot>, PrimsError> {
-        self.barrier.wait();
-        let gots: Vec<ThreadGot> =
-            self.gots.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten().cloned().collect();
-        let mut degraded: Vec<String> = extra.to_vec();
-        degraded.extend(gots.iter().flat_map(|g| g.degraded.iter().cloned()));
+        let mut st = self.lock();
+        while st.arrived < st.gots.len() {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        let gots: Vec<ThreadGot> = st.gots.iter().flatten().cloned().collect();
+        let degraded = degraded_lines(&gots, extra);
         let refuse = !degraded.is_empty() && !self.allow_degraded;
-        self.abort.store(refuse, Ordering::SeqCst);
-        self.barrier.wait();
+        st.go = Some(!refuse);
+        self.cv.notify_all();
         if refuse {
             Err(PrimsError::Degraded(degraded))
         } else {
             Ok(gots)
         }
+    }
+
+    /// Sends every worker that has entered (or will enter) home without measuring.
+    pub fn cancel(&self) {
+        self.lock().go = Some(false);
+        self.cv.notify_all();
     }
 }
 
@@ -241,6 +258,32 @@ mod tests {
             .unwrap();
         assert_eq!(got.degraded.len(), 1, "{:?}", got.degraded);
         assert!(check_cpus([("-s", 4000)]).unwrap_err().to_string().contains("4000"));
+    }
+
+    #[test]
+    fn gate_lets_through_or_sends_home() {
+        use std::sync::Arc;
+        let gate = Arc::new(Gate::new(2, false));
+        let hs: Vec<_> = (0..2)
+            .map(|i| {
+                let g = gate.clone();
+                std::thread::spawn(move || g.enter(i, &ThreadRequest { role: format!("w{i}"), cpu: None, rt: None }).is_some())
+            })
+            .collect();
+        assert_eq!(gate.verdict(&[]).unwrap().len(), 2);
+        assert!(hs.into_iter().all(|h| h.join().unwrap()));
+        // A refused mlockall (extra) without --allow-degraded: nobody measures.
+        let gate = Arc::new(Gate::new(1, false));
+        let g = gate.clone();
+        let h = std::thread::spawn(move || g.enter(0, &ThreadRequest::default()).is_some());
+        assert!(matches!(gate.verdict(&["mlockall refused".into()]), Err(PrimsError::Degraded(_))));
+        assert!(!h.join().unwrap());
+        // Cancel releases a worker even though the gate never filled up.
+        let gate = Arc::new(Gate::new(3, true));
+        let g = gate.clone();
+        let h = std::thread::spawn(move || g.enter(0, &ThreadRequest::default()).is_some());
+        gate.cancel();
+        assert!(!h.join().unwrap());
     }
 
     #[test]

@@ -311,19 +311,22 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
         for (k, role) in ["marco", "polo"].into_iter().enumerate() {
             let cpu = if k == 0 { placement[c].0 } else { placement[c].1 };
             let req = ThreadRequest { role: format!("{role} {c}"), cpu, rt: cfg.rt };
-            let (pair, gate, cfg2) = (pair.clone(), gate.clone(), cfg.clone());
+            let (pair, gate2, cfg2) = (pair.clone(), gate.clone(), cfg.clone());
             let h = std::thread::Builder::new()
                 .name(format!("{role}-{c}"))
                 .spawn(move || -> Outcome {
-                    gate.enter(2 * c + k, &req)?;
+                    gate2.enter(2 * c + k, &req)?;
                     Some(if k == 0 { marco(&pair, &cfg2) } else { polo(&pair, &cfg2) })
                 })
                 .map_err(|e| PrimsError::Os { what: "spawning a thread", err: e });
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    // Threads already started wait at the gate for a count that will never be
-                    // reached: this cannot be undone safely, so say so loudly.
+                    // Send the threads already started home, then report.
+                    gate.cancel();
+                    for h in handles {
+                        let _ = h.join();
+                    }
                     place::munlockall(&mlock);
                     return Err(e);
                 }

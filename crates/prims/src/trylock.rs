@@ -408,8 +408,9 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
     }
     let gate = Arc::new(Gate::new(cfg.threads, cfg.allow_degraded));
     let turns = Arc::new(Turns { owner: AtomicU32::new(NOBODY), ..Default::default() });
-    let handles: Vec<_> = (0..cfg.threads)
-        .map(|i| {
+    let mut handles = Vec::new();
+    for i in 0..cfg.threads {
+        let spawned = {
             let (lock, gate, turns) = (lock.clone(), gate.clone(), turns.clone());
             let req = ThreadRequest { role: format!("thread #{i:02}"), cpu: cfg.worker_cpus[i], rt: None };
             let (test, ops, ring) = (cfg.test, cfg.ops_per_thread, cfg.ring);
@@ -423,9 +424,21 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
                         TrylockTest::PingPong => pingpong_loop(&*lock, &turns, ops, i, ring),
                     })
                 })
-                .map_err(|e| PrimsError::Os { what: "spawning a thread", err: e })
-        })
-        .collect::<Result<_, _>>()?;
+        };
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                gate.cancel();
+                for h in handles {
+                    let _ = h.join();
+                }
+                if cfg.test == TrylockTest::Busy {
+                    lock.unlock();
+                }
+                return Err(PrimsError::Os { what: "spawning a thread", err: e });
+            }
+        }
+    }
     let verdict = gate.verdict(&std::mem::take(&mut extra));
     let mut workers = Vec::new();
     for h in handles {
