@@ -240,8 +240,7 @@ fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
 }
 
 /// One flow from its file and the options that override or complete its header.
-fn flow_input(name: char, path: &Path, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
-    let f = record::load(path)?;
+fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
     let meta = f.meta.clone().unwrap_or_default();
     let lower = name.to_ascii_lowercase();
     let conflict = |opt: &'static str, given: u64, header: u64| ShareError::Conflict { flow: name, opt, given, header };
@@ -249,7 +248,7 @@ fn flow_input(name: char, path: &Path, size: Option<MsgSize>, count: Option<u64>
         (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "size-a" } else { "size-b" }, g, h).into()),
         (Some(g), _) => g,
         (None, Some(h)) => h,
-        (None, None) => return Err(ShareError::NoSize { flow: name, lower }.into()),
+        (None, None) => return Err(anyhow::Error::new(ShareError::NoSize { flow: name, lower }).context(path.display().to_string())),
     };
     let count = match (count, meta.count) {
         (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "count-a" } else { "count-b" }, g, h).into()),
@@ -278,8 +277,10 @@ fn overall_backend(r: &ShareReport) -> String {
 }
 
 fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
-    let fa = flow_input('A', &a.a, a.size_a, a.count_a)?;
-    let fb = flow_input('B', &a.b, a.size_b, a.count_b)?;
+    // Both files are read before anything else is checked, so a broken file is reported first.
+    let (file_a, file_b) = (record::load(&a.a)?, record::load(&a.b)?);
+    let fa = flow_input('A', &a.a, file_a, a.size_a, a.count_a)?;
+    let fb = flow_input('B', &a.b, file_b, a.size_b, a.count_b)?;
     let r = share::analyse(&fa, &fb, a.window)?;
     let backend = overall_backend(&r);
     let p = if backend == "EMULATED" { "[EMULATED] " } else { "" };

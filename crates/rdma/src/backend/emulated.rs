@@ -13,15 +13,16 @@
 //! - When the wire breaks the queue pair enters the error state and every outstanding work
 //!   request completes with `FlushError`.
 //!
-//! A receiver thread per endpoint plays the NIC: it reads frames from the wire, touches the
-//! registered buffer and answers with acknowledgements and read responses. Dropping the endpoint
-//! shuts the wire down and joins that thread.
+//! Two threads per endpoint play the NIC: a transmit engine that takes posted send requests from
+//! the doorbell (so `post_send` returns at once, like `ibv_post_send`) and puts them on the wire,
+//! and a receive engine that reads frames, touches the registered buffer and answers with
+//! acknowledgements and read responses. Dropping the endpoint shuts the wire down and joins both.
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -351,6 +352,22 @@ fn nic_loop(sh: &Shared, mut stream: TcpStream) -> Result<(), String> {
     }
 }
 
+/// The transmit engine's work for one posted request.
+fn transmit(sh: &Shared, wr: &SendWr) -> std::io::Result<()> {
+    let kind = match wr.op {
+        Op::Write => K_WRITE,
+        Op::WriteImm => K_WRITE_IMM,
+        Op::Send => K_SEND,
+        Op::Read => K_READ_REQ,
+    };
+    let f = Frame { kind, wr_id: wr.wr_id, len: wr.len, addr: wr.remote_addr, rkey: wr.rkey, imm: wr.imm };
+    if wr.op == Op::Read {
+        sh.send_frame(&f, None)
+    } else {
+        sh.send_from_mr(&f, 0, wr.len as usize)
+    }
+}
+
 fn deliver_or_wait(sh: &Shared, m: Waiting) -> std::io::Result<()> {
     let mut rq = lock(&sh.rq);
     match rq.posted.pop_front() {
@@ -373,6 +390,9 @@ pub struct EmulatedEndpoint {
     shared: Arc<Shared>,
     wire: Option<TcpStream>,
     nic: Option<JoinHandle<()>>,
+    /// The doorbell: posted send requests go to the transmit engine thread.
+    doorbell: Option<mpsc::Sender<SendWr>>,
+    tx: Option<JoinHandle<()>>,
     remote: Option<QpInfo>,
     rx_depth: u32,
     tx_depth: u32,
@@ -414,6 +434,8 @@ impl EmulatedEndpoint {
             shared,
             wire: None,
             nic: None,
+            doorbell: None,
+            tx: None,
             remote: None,
             rx_depth: cfg.rx_depth.max(1),
             tx_depth: cfg.tx_depth.max(1),
@@ -529,6 +551,18 @@ impl Endpoint for EmulatedEndpoint {
             sh.break_wire(why);
         })?;
         self.nic = Some(nic);
+        let (doorbell, rings) = mpsc::channel::<SendWr>();
+        let sh = Arc::clone(&self.shared);
+        let tx = std::thread::Builder::new().name("rdma-emu-tx".into()).spawn(move || {
+            for wr in rings {
+                if let Err(e) = transmit(&sh, &wr) {
+                    sh.break_wire(format!("transmit failed: {e}"));
+                    break;
+                }
+            }
+        })?;
+        self.doorbell = Some(doorbell);
+        self.tx = Some(tx);
         self.wire = Some(stream);
         self.listener = None;
         self.remote = Some(*remote);
@@ -555,20 +589,14 @@ impl Endpoint for EmulatedEndpoint {
             }
             sq.push_back(*wr);
         }
-        let kind = match wr.op {
-            Op::Write => K_WRITE,
-            Op::WriteImm => K_WRITE_IMM,
-            Op::Send => K_SEND,
-            Op::Read => K_READ_REQ,
-        };
-        let f = Frame { kind, wr_id: wr.wr_id, len: wr.len, addr: wr.remote_addr, rkey: wr.rkey, imm: wr.imm };
-        let r = if wr.op == Op::Read {
-            self.shared.send_frame(&f, None)
-        } else {
-            self.shared.send_from_mr(&f, 0, wr.len as usize)
-        };
-        // A failed doorbell leaves the request outstanding; the NIC thread flushes it.
-        r.map_err(BackendError::from)
+        // Ringing the doorbell returns at once, as ibv_post_send does; the transmit engine moves the
+        // bytes. If the engine is gone the wire broke and the request is flushed with the others.
+        if let Some(d) = &self.doorbell {
+            if d.send(*wr).is_err() {
+                self.shared.break_wire("transmit engine stopped".into());
+            }
+        }
+        Ok(())
     }
     fn post_recv(&mut self, wr_id: u64, len: u32) -> Result<(), BackendError> {
         let state = self.state();
@@ -612,7 +640,8 @@ impl Drop for EmulatedEndpoint {
         if let Some(w) = &self.wire {
             let _ = w.shutdown(std::net::Shutdown::Both);
         }
-        if let Some(h) = self.nic.take() {
+        self.doorbell = None;
+        for h in [self.tx.take(), self.nic.take()].into_iter().flatten() {
             let _ = h.join();
         }
     }
