@@ -366,19 +366,24 @@ fn sockperf_rows(a: &BenchArgs, pair: Option<&NetnsPair>, ip: IpAddr) -> Vec<Row
         Ok(a) if pair.is_none() => a.port(),
         _ => 11_211,
     };
+    // `ip netns exec NS` and `taskset -c CPU` in front of sockperf, as the run asks.
     let wrap = |side: Side, args: &[String]| -> Command {
-        match pair {
-            Some(p) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", p.name(side), "sockperf"]).args(args);
-                c
-            }
-            None => {
-                let mut c = Command::new("sockperf");
-                c.args(args);
-                c
-            }
+        let mut argv: Vec<String> = Vec::new();
+        if let Some(p) = pair {
+            argv.extend(["ip", "netns", "exec", p.name(side)].map(String::from));
         }
+        let cpu = match side {
+            Side::Server => a.server_cpu,
+            Side::Client => a.client_cpu,
+        };
+        if let Some(c) = cpu {
+            argv.extend(["taskset".to_string(), "-c".to_string(), c.to_string()]);
+        }
+        argv.push("sockperf".into());
+        argv.extend(args.iter().cloned());
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]);
+        c
     };
     let common = vec!["--tcp".to_string(), "-i".into(), ip.to_string(), "-p".into(), port.to_string()];
     let mut srv_args = vec!["server".to_string()];
@@ -416,8 +421,8 @@ fn sockperf_rows(a: &BenchArgs, pair: Option<&NetnsPair>, ip: IpAddr) -> Vec<Row
                     rtt_us: s,
                     trimmed_rtt_us: s,
                     trimmed_percent: 0.0,
-                    client_cpu: -1,
-                    server_cpu: None,
+                    client_cpu: a.client_cpu.map_or(-1, |c| c as i32),
+                    server_cpu: a.server_cpu.map(|c| c as i32),
                     napi_id: None,
                 });
             }

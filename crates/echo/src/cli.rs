@@ -194,7 +194,7 @@ fn parse_size(s: &str) -> Result<Size, String> {
 
 fn parse_secs(s: &str) -> Result<Duration, String> {
     match s.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 && x < 1e6 => Ok(Duration::from_secs_f64(x)),
+        Ok(x) if (0.0..1e6).contains(&x) => Ok(Duration::from_secs_f64(x)),
         _ => Err(format!("'{s}' is not a number of seconds")),
     }
 }

@@ -35,7 +35,7 @@ impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-            if b >= 1 << shift && b % (1 << shift) == 0 {
+            if b >= 1 << shift && b & ((1 << shift) - 1) == 0 {
                 return write!(f, "{}{unit}", b >> shift);
             }
         }

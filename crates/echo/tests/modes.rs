@@ -32,7 +32,7 @@ fn every_mode_echoes_every_size() {
         assert_eq!(rep.bytes_echoed, expected, "{mode}: the server's own count of echoed bytes");
         assert!(rep.connections.iter().all(|c| c.end == "closed by peer"), "{mode}: {:?}", rep.connections);
         if mode == Mode::Sockmap {
-            assert!(rep.bpf_objects_created >= 1 + 2 * SIZES.len(), "parser + map and verdict per connection");
+            assert!(rep.bpf_objects_created > 2 * SIZES.len(), "parser + map and verdict per connection");
             assert_eq!(rep.bpf_objects_remaining, 0, "no BPF program or map of the server is left");
         }
     }
