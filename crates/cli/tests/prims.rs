@@ -102,7 +102,7 @@ fn trylock_seed_test_b_with_dump() {
 
 #[test]
 fn trylock_every_lock_and_the_pingpong() {
-    for lock in ["sem", "mutex", "spinlock", "futex", "tas", "ticket"] {
+    for lock in ["sem", "mutex", "spinlock", "futex", "tas", "ttas", "ticket"] {
         let out = ok(&["trylock", "-n", "2", "-F", "-t", "0.02", "--lock", lock]);
         assert!(out.contains(&format!("lock {lock},")), "{out}");
         assert_eq!(out.lines().filter_map(seed_line).filter(|(f, _, _)| *f == "fn_free").count(), 2);

@@ -131,7 +131,7 @@ struct TrylockArgs {
     /// only for test B: file where cost samples of trylock found busy are dumped, one per line (ns)
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
-    /// lock to measure: sem (sem_trywait/sem_post), mutex, spinlock, futex, tas, ticket
+    /// lock to measure: sem (sem_trywait/sem_post), mutex, spinlock, futex, tas, ttas, ticket
     #[arg(long = "lock", default_value = "sem")]
     lock: String,
     /// strict two-thread ping-pong of the lock (per-operation samples like -F; needs -n 2)

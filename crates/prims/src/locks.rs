@@ -2,7 +2,9 @@
 //!
 //! Every lock offers only what the benchmark exercises — a non-blocking `try_lock` and an
 //! `unlock` by the thread that holds it. The POSIX semaphore (`sem_trywait`/`sem_post`) is the
-//! seed's primitive; the others show what the same token costs with other designs.
+//! seed's primitive; the others show what the same token costs with other designs. Whether a
+//! failed try *writes* the lock's cache line (`tas`, `futex`: an atomic swap or compare-and-swap)
+//! or only reads it (`sem`, `ttas`) decides how much waiters slow down the holder.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -33,16 +35,25 @@ pub enum LockKind {
     Spinlock,
     /// A futex word with the three states of Drepper's "Futexes are tricky" mutex.
     Futex,
-    /// Test-and-set: one atomic swap.
+    /// Test-and-set: one atomic swap (a busy try is an atomic write too).
     Tas,
+    /// Test-and-test-and-set: a plain read first, the swap only if the lock looks free.
+    Ttas,
     /// Ticket lock: `next`/`serving` counters; a try takes a ticket only when it would be served.
     Ticket,
 }
 
 impl LockKind {
     /// Every kind, in the order the help lists them.
-    pub const ALL: [LockKind; 6] =
-        [LockKind::Sem, LockKind::Mutex, LockKind::Spinlock, LockKind::Futex, LockKind::Tas, LockKind::Ticket];
+    pub const ALL: [LockKind; 7] = [
+        LockKind::Sem,
+        LockKind::Mutex,
+        LockKind::Spinlock,
+        LockKind::Futex,
+        LockKind::Tas,
+        LockKind::Ttas,
+        LockKind::Ticket,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -52,6 +63,7 @@ impl LockKind {
             LockKind::Spinlock => "spinlock",
             LockKind::Futex => "futex",
             LockKind::Tas => "tas",
+            LockKind::Ttas => "ttas",
             LockKind::Ticket => "ticket",
         }
     }
@@ -64,6 +76,7 @@ impl LockKind {
             LockKind::Spinlock => Box::new(SpinLock::new()?),
             LockKind::Futex => Box::new(FutexLock::default()),
             LockKind::Tas => Box::new(TasLock::default()),
+            LockKind::Ttas => Box::new(TtasLock::default()),
             LockKind::Ticket => Box::new(TicketLock::default()),
         })
     }
@@ -260,6 +273,25 @@ impl TryLock for TasLock {
     #[inline]
     fn try_lock(&self) -> bool {
         !self.held.swap(true, Ordering::Acquire)
+    }
+    #[inline]
+    fn unlock(&self) {
+        self.held.store(false, Ordering::Release);
+    }
+}
+
+/// Test-and-test-and-set spinlock: a failed try on a held lock only reads, so waiters share the
+/// cache line instead of pulling it away from the holder.
+#[derive(Default)]
+#[repr(align(64))]
+pub struct TtasLock {
+    held: AtomicBool,
+}
+
+impl TryLock for TtasLock {
+    #[inline]
+    fn try_lock(&self) -> bool {
+        !self.held.load(Ordering::Relaxed) && !self.held.swap(true, Ordering::Acquire)
     }
     #[inline]
     fn unlock(&self) {
