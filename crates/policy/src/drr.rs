@@ -56,6 +56,22 @@ impl<T: Copy> FlowQueue<T> {
     }
 }
 
+/// The counter accessors of a flow-level policy with `messages` and `packets` fields.
+macro_rules! queue_counters {
+    () => {
+        fn is_empty(&self) -> bool {
+            self.packets == 0
+        }
+        fn queued_messages(&self) -> usize {
+            self.messages
+        }
+        fn queued_packets(&self) -> u64 {
+            self.packets
+        }
+    };
+}
+pub(crate) use queue_counters;
+
 /// Checks the message and returns its flow index.
 pub(crate) fn flow_index<T>(msg: &Message<T>, flows: usize) -> Result<usize, PolicyError> {
     check_message(msg)?;
@@ -149,15 +165,7 @@ impl<T: Copy> Policy<T> for Drr<T> {
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.ring.is_empty()
-    }
-    fn queued_messages(&self) -> usize {
-        self.messages
-    }
-    fn queued_packets(&self) -> u64 {
-        self.packets
-    }
+    queue_counters!();
     fn label(&self) -> String {
         "DRR".into()
     }

@@ -14,7 +14,7 @@
 //! conservation), and a packet larger than its flow's `max_len` (which the paper excludes) is still
 //! scheduled, with its bucket index clamped instead of overflowing the bucket list.
 
-use crate::drr::{flow_index, FlowQueue, FlowWeight};
+use crate::drr::{flow_index, queue_counters, FlowQueue, FlowWeight};
 use crate::rr::Pending;
 use crate::{Message, Packet, Policy, PolicyError};
 
@@ -366,15 +366,7 @@ impl<T: Copy> Policy<T> for Qfq<T> {
         Some(p)
     }
 
-    fn is_empty(&self) -> bool {
-        self.packets == 0
-    }
-    fn queued_messages(&self) -> usize {
-        self.messages
-    }
-    fn queued_packets(&self) -> u64 {
-        self.packets
-    }
+    queue_counters!();
     fn label(&self) -> String {
         "QFQ".into()
     }

@@ -16,7 +16,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use crate::drr::{flow_index, FlowQueue, FlowWeight};
+use crate::drr::{flow_index, queue_counters, FlowQueue, FlowWeight};
 use crate::rr::Pending;
 use crate::{Message, Packet, Policy, PolicyError};
 
@@ -166,15 +166,7 @@ impl<T: Copy> Policy<T> for Wf2qPlus<T> {
         Some(p)
     }
 
-    fn is_empty(&self) -> bool {
-        self.packets == 0
-    }
-    fn queued_messages(&self) -> usize {
-        self.messages
-    }
-    fn queued_packets(&self) -> u64 {
-        self.packets
-    }
+    queue_counters!();
     fn label(&self) -> String {
         "WF2Q+".into()
     }

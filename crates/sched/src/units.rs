@@ -81,6 +81,19 @@ fn split_number(s: &str) -> (&str, &str) {
     (&s[..end], &s[end..])
 }
 
+/// Trims `s`, refuses empty and negative input, and splits it into its number and suffix.
+fn number_and_suffix<'a>(s: &'a str, example: &'static str) -> Result<(f64, &'a str), UnitError> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(UnitError::Empty(s.into()));
+    }
+    if t.starts_with('-') {
+        return Err(UnitError::Negative(s.into()));
+    }
+    let (num, rest) = split_number(t);
+    Ok((number(s, num, example)?, rest))
+}
+
 fn number(orig: &str, num: &str, example: &'static str) -> Result<f64, UnitError> {
     if num.is_empty() {
         return Err(UnitError::NotANumber(orig.to_string(), example));
@@ -95,16 +108,7 @@ fn number(orig: &str, num: &str, example: &'static str) -> Result<f64, UnitError
 /// Parses a bandwidth: a number with an optional k/M/G/T suffix (decimal), optionally followed by
 /// `bps` or `b`. `10T` is 10^13 b/s; values beyond u64 are an error, never a wrap.
 pub fn parse_bps(s: &str) -> Result<Bps, UnitError> {
-    const EX: &str = "20M, 1.5G, 10T";
-    let t = s.trim();
-    if t.is_empty() {
-        return Err(UnitError::Empty(s.into()));
-    }
-    if t.starts_with('-') {
-        return Err(UnitError::Negative(s.into()));
-    }
-    let (num, rest) = split_number(t);
-    number(s, num, EX)?;
+    let (v, rest) = number_and_suffix(s, "20M, 1.5G, 10T")?;
     let rest_l = rest.strip_suffix("bps").or_else(|| rest.strip_suffix("b/s")).or_else(|| rest.strip_suffix('b')).unwrap_or(rest);
     let mult = match rest_l {
         "" => 1.0,
@@ -114,7 +118,7 @@ pub fn parse_bps(s: &str) -> Result<Bps, UnitError> {
         "t" | "T" => 1e12,
         other => return Err(UnitError::Suffix(s.into(), other.into(), "k, M, G or T")),
     };
-    let v = number(s, num, EX)? * mult;
+    let v = v * mult;
     if v >= u64::MAX as f64 {
         return Err(UnitError::TooLarge(s.into()));
     }
@@ -124,16 +128,7 @@ pub fn parse_bps(s: &str) -> Result<Bps, UnitError> {
 /// Parses a duration: a number with an optional `ns`/`n`, `us`/`u`, `ms`/`m`, `s` suffix; a bare
 /// number is in `default_unit_ns` nanoseconds (1000 for the seed's microsecond options).
 pub fn parse_duration(s: &str, default_unit_ns: u64) -> Result<Nanos, UnitError> {
-    const EX: &str = "20, 5us, 1.5ms, 2s";
-    let t = s.trim();
-    if t.is_empty() {
-        return Err(UnitError::Empty(s.into()));
-    }
-    if t.starts_with('-') {
-        return Err(UnitError::Negative(s.into()));
-    }
-    let (num, rest) = split_number(t);
-    number(s, num, EX)?;
+    let (v, rest) = number_and_suffix(s, "20, 5us, 1.5ms, 2s")?;
     let mult = match rest {
         "" => default_unit_ns as f64,
         "n" | "ns" => 1.0,
@@ -142,7 +137,7 @@ pub fn parse_duration(s: &str, default_unit_ns: u64) -> Result<Nanos, UnitError>
         "s" => 1e9,
         other => return Err(UnitError::Suffix(s.into(), other.into(), "ns, us, ms or s")),
     };
-    let v = number(s, num, EX)? * mult;
+    let v = v * mult;
     if v >= u64::MAX as f64 / 2.0 {
         return Err(UnitError::TooLarge(s.into()));
     }
