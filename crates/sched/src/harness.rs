@@ -13,7 +13,7 @@
 //! pass. A packet enqueued into an empty policy sets `next_idle = max(next_idle, now)`: idle time
 //! earns no credit, while a late scheduler pass still catches up with a backlog.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -115,7 +115,7 @@ pub const VISIT: usize = 64;
 /// Distributed mode: the scheduler thread sleeps after this long without work.
 pub const IDLE_BEFORE_SLEEP: Nanos = Nanos(30_000);
 /// Distributed mode: clients wake the scheduler thread once they have spent this long scheduling
-/// since it went to sleep.
+/// since it went to sleep (counting only passes that moved packets).
 pub const CLIENT_SCHED_BUDGET: Nanos = Nanos(50_000);
 
 /// One event of the scheduler's trace.
@@ -218,6 +218,8 @@ struct Shared {
     /// Start and end of the run (ns), published once every thread is ready (0 until then).
     start: AtomicU64,
     end: AtomicU64,
+    /// Clients that have preallocated their records and wait for the start.
+    ready: AtomicUsize,
     core: Mutex<Core<AnyPolicy<Item>>>,
     /// Distributed mode: the scheduler thread is asleep and clients may schedule.
     sleeping: AtomicBool,
@@ -374,6 +376,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         phase: AtomicU8::new(RUN),
         start: AtomicU64::new(0),
         end: AtomicU64::new(0),
+        ready: AtomicUsize::new(0),
         core: Mutex::new(Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace)),
         sleeping: AtomicBool::new(false),
         client_sched_ns: AtomicU64::new(0),
@@ -390,11 +393,9 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             .name("sched".into())
             .spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
     };
-    let ready = Arc::new(std::sync::Barrier::new(cfg.threads + 1));
     let mut client_handles = Vec::new();
     for (i, prod) in producers.into_iter().enumerate() {
-        let shared = shared.clone();
-        let ready = ready.clone();
+        let for_client = shared.clone();
         let program = cfg.traffic.programs[i].clone();
         let ctx = ClientCtx {
             program,
@@ -403,15 +404,34 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             distributed: cfg.distributed,
             ts_limit: cfg.ts_limit,
         };
-        client_handles.push(
-            std::thread::Builder::new()
-                .name(format!("client{i}"))
-                .spawn(move || client_thread(&shared, prod, ctx, &ready))?,
-        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("client{i}"))
+            .spawn(move || client_thread(&for_client, prod, ctx));
+        match spawned {
+            Ok(h) => client_handles.push(h),
+            Err(e) => {
+                // Release and join what was started, then report.
+                shared.phase.store(STOP, Ordering::SeqCst);
+                shared.start.store(1, Ordering::SeqCst);
+                if let Some(efd) = &shared.eventfd {
+                    efd.notify();
+                }
+                let _ = sched_handle.join();
+                let core = shared.core.lock();
+                shared.phase.store(FINAL, Ordering::SeqCst);
+                for h in client_handles {
+                    let _ = h.join();
+                }
+                drop(core);
+                anyhow::bail!("cannot start client thread {i}: {e}");
+            }
+        }
     }
 
-    // Every client has preallocated its records: start the clock now.
-    ready.wait();
+    // Start the clock once every client has preallocated its records.
+    while shared.ready.load(Ordering::SeqCst) < cfg.threads {
+        std::thread::yield_now();
+    }
     let start = now_ns();
     let mut end = start + cfg.traffic.longest().0;
     if let Some(cap) = cfg.duration_cap {
@@ -581,10 +601,13 @@ fn maybe_schedule(shared: &Shared, passes: &mut u64) {
     match shared.core.try_lock() {
         Ok(mut core) => {
             let t0 = now_ns();
-            core.pass(t0);
+            let work = core.pass(t0);
             drop(core);
             *passes += 1;
             shared.client_passes.fetch_add(1, Ordering::Relaxed);
+            if work == 0 {
+                return; // only passes that moved packets count as scheduling cost
+            }
             let spent = now_ns() - t0;
             let total = shared.client_sched_ns.fetch_add(spent, Ordering::Relaxed) + spent;
             if total >= CLIENT_SCHED_BUDGET.0 && shared.sleeping.load(Ordering::Relaxed) {
@@ -600,7 +623,7 @@ fn maybe_schedule(shared: &Shared, passes: &mut u64) {
     }
 }
 
-fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx, ready: &std::sync::Barrier) -> ClientResult {
+fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
     // Preallocate (and touch) the timestamp records so the hot path never faults a page in.
     let expect: u64 = ctx
         .program
@@ -631,13 +654,13 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx, ready: &st
     let mut ring_drops = 0u64;
     let mut passes = 0u64;
     let mut next_poll = 0u64;
-    ready.wait();
+    shared.ready.fetch_add(1, Ordering::SeqCst);
     let (start, end) = loop {
         let start = shared.start.load(Ordering::SeqCst);
         if start != 0 {
             break (start, shared.end.load(Ordering::SeqCst));
         }
-        std::hint::spin_loop();
+        std::thread::yield_now();
     };
     let mut spec_start = start;
     'program: for spec in &ctx.program {
