@@ -124,8 +124,8 @@ PY
 compare_locks judge $LOCKS
 # Locks whose failed try is (or may be, inside glibc) an atomic write: in the ping-pong the
 # waiter keeps trying for the whole hold and can pull the line away from the holder, which test
-# B's short holds rarely do, so their free-after-unlock figure is shown but not judged (measured
-# in some runs here futex and tas gave 0.6x while sem stayed at 1.0x; in others all were ~1x,
+# B's short holds rarely do, so their free-after-unlock figure is shown but not judged
+# (in some runs here futex and tas gave 0.6x while sem stayed at 1.0x; in others all were ~1x,
 # the two vCPUs being placed differently by the host); busy tries are judged for every lock.
 echo "# free-after-unlock not judged (a failed try may write the line): $INFO_LOCKS"
 compare_locks info $INFO_LOCKS

@@ -1,7 +1,8 @@
 //! `notify`: what waking another thread costs, on both sides.
 //!
 //! - Test A ([`NotifyTest::Receiver`]): the sender posts notifications as fast as it can; the
-//!   receiver waits in a loop. Rates on both sides and the receiver's number of wake-ups (one
+//!   receiver waits in a loop. Rates on both sides (the receiver's counted from the sender's
+//!   first notification) and the receiver's number of wake-ups (one
 //!   `wait` may hand over several notifications, so wake-ups ≤ notifications).
 //! - Test B ([`NotifyTest::Sender`]): after each notification the sender waits until the receiver
 //!   has consumed it, then leaves a gap (busy-waited, so the sender itself never sleeps) for the
@@ -83,12 +84,16 @@ struct Shared {
     sent_at: AtomicU64,
     /// Notifications the receiver has consumed so far.
     consumed: AtomicU64,
+    /// When the sender started sending: the receiver's rate counts from there, so a receiver that
+    /// was scheduled late is not credited with an impossibly short run.
+    send_start: AtomicU64,
 }
 
 fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
     let mut cost = Hist::new();
     let mut cost_sum = 0u64;
     let start = now_ns();
+    sh.send_start.store(start, Ordering::SeqCst);
     let mut sent = 0;
     while sent < cfg.notifications {
         if stop_requested() {
@@ -141,7 +146,11 @@ fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
         sh.consumed.store(received, Ordering::Release);
     }
     let received = received.min(sh.target.load(Ordering::SeqCst));
-    let dt = (end - start).max(1);
+    let first = match sh.send_start.load(Ordering::SeqCst) {
+        0 => start,
+        s => s.min(start),
+    };
+    let dt = end.saturating_sub(first).max(1);
     Ok(ReceiverResult {
         cpu_at_end: current_cpu(),
         received,
@@ -162,6 +171,7 @@ pub fn run(cfg: &NotifyConfig) -> Result<NotifyRun, PrimsError> {
         target: AtomicU64::new(cfg.notifications),
         sent_at: AtomicU64::new(0),
         consumed: AtomicU64::new(0),
+        send_start: AtomicU64::new(0),
     });
     let gate = Arc::new(Gate::new(2, cfg.allow_degraded));
     let spawn = |name: &str, f: Box<dyn FnOnce() -> Option<std::io::Result<Result1>> + Send>| {
@@ -236,6 +246,7 @@ mod tests {
             assert_eq!(r.receiver.received, 20_000, "{m}");
             assert!(r.receiver.wakeups >= 1 && r.receiver.wakeups <= 20_000, "{m}");
             assert!(r.sender.rate_ops_per_s > 0.0 && r.receiver.rate_ops_per_s > 0.0);
+
         }
     }
 
