@@ -55,28 +55,18 @@ impl AioContext {
         Ok(AioContext { ctx })
     }
 
+    fn iocb(op: u16, fd: RawFd, buf: *const u8, len: usize, data: u64) -> Iocb {
+        Iocb { aio_data: data, aio_lio_opcode: op, aio_fildes: fd as u32, aio_buf: buf as u64, aio_nbytes: len as u64, ..Default::default() }
+    }
+
     /// A read request of `buf` from `fd`, tagged `data`.
     pub fn read_iocb(fd: RawFd, buf: &mut [u8], data: u64) -> Iocb {
-        Iocb {
-            aio_data: data,
-            aio_lio_opcode: IOCB_CMD_PREAD,
-            aio_fildes: fd as u32,
-            aio_buf: buf.as_mut_ptr() as u64,
-            aio_nbytes: buf.len() as u64,
-            ..Default::default()
-        }
+        Self::iocb(IOCB_CMD_PREAD, fd, buf.as_mut_ptr(), buf.len(), data)
     }
 
     /// A write request of `buf` to `fd`, tagged `data`.
     pub fn write_iocb(fd: RawFd, buf: &[u8], data: u64) -> Iocb {
-        Iocb {
-            aio_data: data,
-            aio_lio_opcode: IOCB_CMD_PWRITE,
-            aio_fildes: fd as u32,
-            aio_buf: buf.as_ptr() as u64,
-            aio_nbytes: buf.len() as u64,
-            ..Default::default()
-        }
+        Self::iocb(IOCB_CMD_PWRITE, fd, buf.as_ptr(), buf.len(), data)
     }
 
     /// Submits `iocbs` in one `io_submit` and waits for all their completions.

@@ -27,14 +27,6 @@ use crate::{stats, Size};
 /// sockperf refuses TCP messages outside this range (it needs room for its header).
 const SOCKPERF_MSG: std::ops::RangeInclusive<u64> = 14..=65_000;
 
-fn parse_rounds(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("'{s}' is not a whole number")),
-    }
-}
-
 #[derive(Parser, Debug)]
 #[command(
     name = "schedlab echo-bench",
@@ -49,7 +41,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1B,4K,64K,1M")]
     sizes: Vec<Size>,
     /// Measured rounds per cell.
-    #[arg(long, default_value = "1000", value_parser = parse_rounds)]
+    #[arg(long, default_value = "1000", value_parser = crate::cli::parse_rounds)]
     rounds: u64,
     /// Unrecorded rounds per cell.
     #[arg(long, default_value_t = 100)]
@@ -448,7 +440,7 @@ impl Drop for KillOnDrop {
 
 /// Reads sockperf's summary: percentiles 50/90/99/99.9/99.99, MIN, MAX, avg-rtt and std-dev.
 pub fn parse_sockperf(text: &str) -> Option<Summary> {
-    let num_after = |l: &str, key: &str| l.split(key).nth(1).and_then(|r| r.trim().split(|c: char| c.is_whitespace() || c == '(' || c == '\x1b').next()).and_then(|v| v.trim().parse::<f64>().ok());
+    let num_after = |l: &str, key: &str| l.split(key).nth(1).and_then(|r| r.trim().split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '\x1b').next()).and_then(|v| v.trim().parse::<f64>().ok());
     let mut s = Summary::default();
     let mut seen = 0;
     for l in text.lines() {

@@ -180,7 +180,8 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
     Ok(0)
 }
 
-fn parse_rounds(s: &str) -> Result<u64, String> {
+/// A number of rounds: a whole number, at least 1.
+pub(crate) fn parse_rounds(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("rounds must be at least 1".into()),
         Ok(n) => Ok(n),
@@ -241,7 +242,7 @@ struct BurstArgs {
 }
 
 #[derive(Serialize)]
-struct BurstJson<'a> {
+struct BurstJson {
     machine: MachineInfo,
     thread: ThreadInfo,
     addr: String,
@@ -257,8 +258,6 @@ struct BurstJson<'a> {
     bytes_verified: u64,
     rtt_us: Summary,
     rtt_samples_us: Vec<f64>,
-    #[serde(skip)]
-    _p: std::marker::PhantomData<&'a ()>,
 }
 
 fn burst(a: BurstArgs) -> Result<i32> {
@@ -321,7 +320,6 @@ fn burst(a: BurstArgs) -> Result<i32> {
             bytes_verified: r.bytes_verified,
             rtt_us: s,
             rtt_samples_us: us,
-            _p: std::marker::PhantomData,
         };
         schedlab_report::export::write_json(p, &j)?;
     }

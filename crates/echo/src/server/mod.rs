@@ -312,7 +312,7 @@ impl Server {
         let (sh, wk) = (shared.clone(), wake.clone());
         let name = format!("echo-{}", cfg.mode);
         let main = if cfg.mode == Mode::IoUring {
-            let ring = uring::Loop::new(&listener, &wake).map_err(|e| EchoError::io("setting up the io_uring", e))?;
+            let ring = uring::Loop::new().map_err(|e| EchoError::io("setting up the io_uring", e))?;
             std::thread::Builder::new().name(name).spawn(move || ring.run(sh, listener, wk))
         } else {
             std::thread::Builder::new().name(name).spawn(move || threaded::accept_loop(sh, listener, wk))

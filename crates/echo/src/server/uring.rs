@@ -59,7 +59,7 @@ pub(super) struct Loop {
 }
 
 impl Loop {
-    pub(super) fn new(_listener: &TcpListener, _wake: &OwnedFd) -> io::Result<Loop> {
+    pub(super) fn new() -> io::Result<Loop> {
         Ok(Loop { ring: IoUring::new(1024)? })
     }
 
