@@ -100,16 +100,19 @@ impl Ctl {
     /// The next line, or `None` if nothing complete arrived within `wait`.
     fn try_line(&mut self, wait: Duration) -> Result<Option<String>, BenchError> {
         let deadline = Instant::now() + wait;
+        let mut tried = false;
         loop {
             if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=i).collect();
                 return Ok(Some(String::from_utf8_lossy(&line).trim().to_string()));
             }
             let now = Instant::now();
-            if now >= deadline {
+            // Even a zero wait looks at the socket once.
+            if now >= deadline && tried {
                 return Ok(None);
             }
-            self.s.set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))?;
+            tried = true;
+            self.s.set_read_timeout(Some(deadline.saturating_duration_since(now).max(Duration::from_millis(1))))?;
             let mut chunk = [0u8; 512];
             match self.s.read(&mut chunk) {
                 Ok(0) => return Err(BenchError::Control("the peer closed the control connection".into())),
@@ -188,6 +191,8 @@ pub struct RunResult {
     pub local_qp: QpInfo,
     pub remote_qp: QpInfo,
     pub interrupted: bool,
+    /// Why the run stopped before its last message, when it failed (the records up to then are kept).
+    pub failure: Option<String>,
     pub machine: MachineInfo,
     pub thread: ThreadInfo,
     #[serde(skip)]
@@ -220,6 +225,9 @@ impl RunResult {
         writeln!(out, "{p}{rule}")?;
         if self.interrupted {
             writeln!(out, "{p} interrupted: {} of {} messages completed", self.completed, self.iterations)?;
+        }
+        if let Some(why) = &self.failure {
+            writeln!(out, "{p} stopped after {} of {} messages: {why}", self.completed, self.iterations)?;
         }
         if self.lat_us.count == 0 {
             return writeln!(out, "{p} no per-message completions at this end ({} is served by the responder's NIC alone)", self.op);
@@ -275,7 +283,7 @@ fn next_completion(
                     return Ok(buf[0]);
                 }
                 spins = spins.wrapping_add(1);
-                if spins % 1024 == 0 {
+                if spins & 1023 == 0 {
                     if stop.load(Ordering::Relaxed) {
                         return Err(BenchError::Interrupted);
                     }
@@ -337,16 +345,17 @@ fn connect_qp(ctl: &mut Ctl, ep: &mut dyn Endpoint, cfg: &BenchConfig, stop: &At
     Ok(remote)
 }
 
-fn result_of(
-    cfg: &BenchConfig,
-    ep: &dyn Endpoint,
-    role: &str,
+/// What one end measured, before it is summarised.
+struct Measured {
     remote: QpInfo,
     records: Vec<MsgRecord>,
     elapsed: Duration,
     interrupted: bool,
     thread: ThreadInfo,
-) -> RunResult {
+}
+
+fn result_of(cfg: &BenchConfig, ep: &dyn Endpoint, role: &str, m: Measured) -> RunResult {
+    let Measured { remote, records, elapsed, interrupted, thread } = m;
     let completed = records.last().map(|r| r.completed).unwrap_or(0);
     let secs = elapsed.as_secs_f64();
     let bytes = f64::from(cfg.size.bytes());
@@ -379,6 +388,7 @@ fn result_of(
         local_qp: ep.local_info(),
         remote_qp: remote,
         interrupted,
+        failure: None,
         machine: MachineInfo::collect(),
         thread,
         records,
@@ -415,18 +425,22 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     print_qp(out, &p, "remote", &remote)?;
 
     let thread = ThreadInfo::current();
-    let mut records = Vec::with_capacity(cfg.count.min(1 << 24) as usize);
+    let mut records = Vec::with_capacity(cfg.count.min(1 << 16) as usize);
     let mut buf = Vec::with_capacity(1);
     let len = cfg.size.bytes();
     let start = Instant::now();
     let mut interrupted = false;
+    let mut failure: Option<BenchError> = None;
     for i in 0..cfg.count {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
         let wr = SendWr { wr_id: i, op: cfg.op, len, remote_addr: remote.addr, rkey: remote.rkey, imm: i as u32 };
-        ep.post_send(&wr)?;
+        if let Err(e) = ep.post_send(&wr) {
+            failure = Some(e.into());
+            break;
+        }
         let t_post = start.elapsed();
         let c = match next_completion(ep.as_mut(), cfg.poll, cfg.timeout, stop, &mut buf) {
             Ok(c) => c,
@@ -434,11 +448,15 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
                 interrupted = true;
                 break;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
         };
         let t_done = start.elapsed();
         if c.status != WcStatus::Success || c.wr_id != i {
-            return Err(BenchError::Completion { index: i + 1, wr_id: c.wr_id, status: c.status });
+            failure = Some(BenchError::Completion { index: i + 1, wr_id: c.wr_id, status: c.status });
+            break;
         }
         records.push(MsgRecord {
             completed: i + 1,
@@ -448,14 +466,17 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     }
     let elapsed = records.last().map(|r| Duration::from_secs_f64(r.time_us / 1e6)).unwrap_or_default();
     let n = records.len();
-    ctl.send(&format!("DONE {n}"))?;
-    // The server answers once it has taken every message it expects; an interrupted run does not wait long.
-    let bye = ctl.line(if interrupted { Duration::from_secs(2) } else { cfg.timeout }, "BYE", &AtomicBool::new(false));
-    let res = result_of(cfg, ep.as_ref(), "client", remote, records, elapsed, interrupted, thread);
+    let stopped_early = interrupted || failure.is_some();
+    // The server answers once it has taken every message it expects; a run cut short does not wait long.
+    let bye = ctl
+        .send(&format!("DONE {n}"))
+        .and_then(|()| ctl.line(if stopped_early { Duration::from_secs(2) } else { cfg.timeout }, "BYE", &AtomicBool::new(false)));
+    let mut res = result_of(cfg, ep.as_ref(), "client", Measured { remote, records, elapsed, interrupted, thread });
+    res.failure = failure.map(|e| e.to_string());
     match bye {
         Ok(l) if l.starts_with("BYE") => Ok(res),
         Ok(l) => Err(BenchError::Control(format!("expected BYE, got '{l}'"))),
-        Err(_) if interrupted => Ok(res),
+        Err(_) if stopped_early => Ok(res),
         Err(e) => Err(e),
     }
 }
@@ -511,6 +532,7 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
     let mut done: Option<u64> = None;
     let mut last_progress = Instant::now();
     let mut interrupted = false;
+    let mut failure: Option<BenchError> = None;
     let mut prev_us = 0.0;
     let slice = Duration::from_millis(50);
     while receives && (records.len() as u64) < done.unwrap_or(cfg.count) {
@@ -518,14 +540,18 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
             Ok(c) => {
                 let k = records.len() as u64;
                 if c.status != WcStatus::Success {
-                    return Err(BenchError::Completion { index: k + 1, wr_id: c.wr_id, status: c.status });
+                    failure = Some(BenchError::Completion { index: k + 1, wr_id: c.wr_id, status: c.status });
+                    break;
                 }
                 let t = start.elapsed().as_secs_f64() * 1e6;
                 records.push(MsgRecord { completed: k + 1, time_us: t, lat_us: if k == 0 { 0.0 } else { t - prev_us } });
                 prev_us = t;
                 last_progress = Instant::now();
                 if posted < cfg.count {
-                    ep.post_recv(posted, len)?;
+                    if let Err(e) = ep.post_recv(posted, len) {
+                        failure = Some(e.into());
+                        break;
+                    }
                     posted += 1;
                 }
             }
@@ -537,19 +563,23 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
                     }
                 }
                 if last_progress.elapsed() >= cfg.timeout {
-                    return Err(BenchError::Timeout(cfg.timeout));
+                    failure = Some(BenchError::Timeout(cfg.timeout));
+                    break;
                 }
             }
             Err(BenchError::Interrupted) => {
                 interrupted = true;
                 break;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
         }
     }
     let reported = match done {
         Some(n) => n,
-        None if interrupted => records.len() as u64,
+        None if interrupted || failure.is_some() => records.len() as u64,
         // The client reports its count once its last completion is in; wait as long as it runs.
         None => loop {
             match ctl.line(Duration::from_secs(3600), "DONE", stop) {
@@ -567,7 +597,7 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
     let elapsed = start.elapsed();
     if !receives {
         // The responder of WRITE/READ sees no completions: report the client's count over the run.
-        let mut r = result_of(cfg, ep.as_ref(), "server", remote, Vec::new(), elapsed, interrupted, thread);
+        let mut r = result_of(cfg, ep.as_ref(), "server", Measured { remote, records: Vec::new(), elapsed, interrupted, thread });
         r.completed = reported;
         let secs = elapsed.as_secs_f64();
         r.bw_avg_gbps = if secs > 0.0 { f64::from(len) * reported as f64 * 8.0 / secs / 1e9 } else { 0.0 };
@@ -575,7 +605,15 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
         return Ok(r);
     }
     let span = records.last().map(|r| Duration::from_secs_f64(r.time_us / 1e6)).unwrap_or(elapsed);
-    Ok(result_of(cfg, ep.as_ref(), "server", remote, records, span, interrupted || reported < cfg.count, thread))
+    let incomplete = interrupted || (failure.is_none() && reported < cfg.count);
+    let mut r = result_of(
+        cfg,
+        ep.as_ref(),
+        "server",
+        Measured { remote, records, elapsed: span, interrupted: incomplete, thread },
+    );
+    r.failure = failure.map(|e| e.to_string());
+    Ok(r)
 }
 
 fn parse_done(l: &str) -> Result<u64, BenchError> {
@@ -676,6 +714,35 @@ mod tests {
         assert!(matches!(srv, Err(BenchError::Refused(_))));
         let (_, cli, _) = run_pair(cfg(Op::Write, 1024, 10, PollMode::Event), cfg(Op::Write, 2048, 10, PollMode::Event));
         assert!(cli.unwrap_err().to_string().contains("bytes=1024"));
+    }
+
+    #[test]
+    fn losing_the_peer_mid_run_keeps_what_was_measured() {
+        let server_cfg = cfg(Op::Write, 1024, u64::MAX / 2, PollMode::Event);
+        let mut client_cfg = server_cfg.clone();
+        let listener = listen(&server_cfg).unwrap();
+        client_cfg.port = listener.local_addr().unwrap().port();
+        client_cfg.server = Some("127.0.0.1".into());
+        let (server_stop, client_stop) = (AtomicBool::new(false), AtomicBool::new(false));
+        let t0 = Instant::now();
+        let (srv, cli) = std::thread::scope(|s| {
+            let srv = s.spawn(|| serve(&server_cfg, &listener, &mut io::sink(), &server_stop));
+            let stopper = s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                server_stop.store(true, Ordering::Relaxed);
+            });
+            let cli = run_client(&client_cfg, &mut io::sink(), &client_stop);
+            stopper.join().unwrap();
+            (srv.join().unwrap(), cli)
+        });
+        let srv = srv.unwrap();
+        assert!(srv.interrupted);
+        let cli = cli.unwrap();
+        assert!(!cli.interrupted);
+        let why = cli.failure.expect("the client must say why it stopped");
+        assert!(why.contains("FlushError") || why.contains("wire") || why.contains("closed"), "{why}");
+        assert_eq!(cli.completed, cli.records.len() as u64);
+        assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
     }
 
     #[test]

@@ -225,6 +225,9 @@ fn run_bench(a: &BenchArgs) -> Result<i32> {
         Err(e) => return Err(e.into()),
     };
     finish(a, &res, &mut out)?;
+    if let Some(why) = &res.failure {
+        bail!("{why} (the {} messages before it were saved)", res.completed);
+    }
     Ok(if res.interrupted { 130 } else { 0 })
 }
 
