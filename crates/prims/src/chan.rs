@@ -14,6 +14,7 @@ use std::sync::{Condvar, Mutex};
 
 use serde::Serialize;
 
+use crate::locks::Sem;
 use crate::PrimsError;
 
 /// A one-directional notification channel between threads.
@@ -253,51 +254,33 @@ impl Notifier for FutexChannel {
 
 /// POSIX semaphore channel.
 pub struct SemChannel {
-    sem: Box<std::cell::UnsafeCell<libc::sem_t>>,
+    sem: Sem,
 }
-
-// SAFETY: sem_t is made for concurrent use through sem_*; boxed so its address is stable.
-unsafe impl Send for SemChannel {}
-// SAFETY: as above.
-unsafe impl Sync for SemChannel {}
 
 impl SemChannel {
     /// A semaphore with value 0.
     pub fn new() -> Result<Self, PrimsError> {
-        // SAFETY: placeholder plain data, initialised by sem_init right after.
-        let sem = Box::new(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed::<libc::sem_t>() }));
-        // SAFETY: valid pointer to our own storage.
-        if unsafe { libc::sem_init(sem.get(), 0, 0) } != 0 {
-            return Err(os_err("sem_init"));
-        }
-        Ok(SemChannel { sem })
+        Ok(SemChannel { sem: Sem::new(0)? })
     }
 }
 
 impl Notifier for SemChannel {
     fn notify(&self) -> io::Result<()> {
         // SAFETY: initialised semaphore alive as long as self.
-        if unsafe { libc::sem_post(self.sem.get()) } != 0 {
+        if unsafe { libc::sem_post(self.sem.ptr()) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
     }
     fn wait(&self) -> io::Result<u64> {
         // SAFETY: initialised semaphore alive as long as self.
-        retry_eintr(|| unsafe { libc::sem_wait(self.sem.get()) } as isize)?;
+        retry_eintr(|| unsafe { libc::sem_wait(self.sem.ptr()) } as isize)?;
         let mut n = 1;
         // SAFETY: as above.
-        while unsafe { libc::sem_trywait(self.sem.get()) } == 0 {
+        while unsafe { libc::sem_trywait(self.sem.ptr()) } == 0 {
             n += 1;
         }
         Ok(n)
-    }
-}
-
-impl Drop for SemChannel {
-    fn drop(&mut self) {
-        // SAFETY: exclusively owned now.
-        unsafe { libc::sem_destroy(self.sem.get()) };
     }
 }
 

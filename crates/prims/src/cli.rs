@@ -146,10 +146,18 @@ struct TrylockArgs {
     /// busy samples kept per thread for -o (the last ones)
     #[arg(long, default_value_t = 1 << 20)]
     ring: usize,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Options every command has.
+#[derive(clap::Args, Debug)]
+struct Common {
     /// write the result (with machine facts) as JSON to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// measure even if pinning was refused (the result records what each thread got)
+    /// measure even if pinning, a real-time priority or mlockall was refused (the output and the
+    /// result then say what each thread really got)
     #[arg(long)]
     allow_degraded: bool,
 }
@@ -213,7 +221,7 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
         alloc_cpu: a.alloc_core,
         worker_cpus: cpus,
         ring: a.ring,
-        allow_degraded: a.allow_degraded,
+        allow_degraded: a.common.allow_degraded,
     };
     trylock::validate(&cfg)?;
     place::install_ctrlc();
@@ -291,7 +299,7 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
             }
         }
     }
-    finish(a.json.as_deref(), "trylock", &clock, &run.threads, &[], run.interrupted, &run)
+    finish(a.common.json.as_deref(), "trylock", &clock, &run.threads, &[], run.interrupted, &run)
 }
 
 fn dump_samples(path: &Path, workers: &[trylock::WorkerResult]) -> Result<usize> {
@@ -361,12 +369,8 @@ struct NotifyArgs {
     /// do not pin the threads
     #[arg(long = "no-pin", conflicts_with_all = ["sender", "receiver"])]
     no_pin: bool,
-    /// write the result (with machine facts) as JSON to FILE ('-' for stdout)
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// measure even if pinning was refused (the result records what each thread got)
-    #[arg(long)]
-    allow_degraded: bool,
+    #[command(flatten)]
+    common: Common,
 }
 
 fn run_notify(a: NotifyArgs) -> Result<i32> {
@@ -393,7 +397,7 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         sender_cpu,
         receiver_cpu,
         gap_ns: (a.gap_us * 1000.0) as u64,
-        allow_degraded: a.allow_degraded,
+        allow_degraded: a.common.allow_degraded,
     };
     place::install_ctrlc();
     let clock = ClockInfo::measure();
@@ -442,7 +446,7 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
             );
         }
     }
-    finish(a.json.as_deref(), "notify", &clock, &run.threads, &[], run.interrupted, &run)
+    finish(a.common.json.as_deref(), "notify", &clock, &run.threads, &[], run.interrupted, &run)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -496,12 +500,8 @@ struct SemtestArgs {
     /// seed of the polo permutation (default: from the clock; printed)
     #[arg(long)]
     seed: Option<u64>,
-    /// write the result (with machine facts) as JSON to FILE ('-' for stdout)
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// measure even if pinning, the RT priority or mlockall was refused (the output says what was got)
-    #[arg(long)]
-    allow_degraded: bool,
+    #[command(flatten)]
+    common: Common,
 }
 
 fn run_semtest(a: SemtestArgs) -> Result<i32> {
@@ -535,7 +535,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
         rt,
         interval_us: a.interval,
         mlockall: a.mlockall,
-        allow_degraded: a.allow_degraded,
+        allow_degraded: a.common.allow_degraded,
         seed,
     };
     semtest::pair_cpus(&cfg, &cpus)?;
@@ -599,7 +599,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
     let (h, m) = ((secs / 3600.0) as u64, ((secs % 3600.0) / 60.0) as u64);
     println!("Test took {h} hours {m} mins {:.6} secs to complete", secs % 60.0);
     let extra: Vec<String> = run.mlock.error.iter().cloned().collect();
-    finish(a.json.as_deref(), "semtest", &clock, &run.threads, &extra, run.interrupted, &run)
+    finish(a.common.json.as_deref(), "semtest", &clock, &run.threads, &extra, run.interrupted, &run)
 }
 
 fn pcts_f(s: &Summary) -> String {

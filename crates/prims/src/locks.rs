@@ -106,28 +106,74 @@ impl FromStr for LockKind {
     }
 }
 
-/// POSIX unnamed semaphore used as a binary lock.
-#[repr(align(64))]
-pub struct SemLock {
-    sem: Box<UnsafeCell<libc::sem_t>>,
+/// The libc synchronisation objects this crate wraps.
+pub(crate) trait LibcSync {}
+impl LibcSync for libc::sem_t {}
+impl LibcSync for libc::pthread_mutex_t {}
+impl LibcSync for libc::pthread_spinlock_t {}
+
+/// A libc synchronisation object at a fixed heap address on its own cache line, so that nothing
+/// else shares (or moves) the line the benchmark measures.
+pub(crate) struct LibcCell<T: LibcSync> {
+    cell: Box<CacheLine<T>>,
 }
 
-// SAFETY: a sem_t is designed to be operated on concurrently by many threads through the
-// sem_* functions; the box keeps its address stable for its whole life.
-unsafe impl Send for SemLock {}
-// SAFETY: as above: all access goes through the thread-safe sem_* functions.
-unsafe impl Sync for SemLock {}
+#[repr(align(64))]
+struct CacheLine<T>(UnsafeCell<T>);
+
+// SAFETY: the wrapped objects (sem_t, pthread mutexes and spinlocks; see `LibcSync`) are made to
+// be used by many threads at once through their own libc functions, which is the only access
+// `LibcCell` gives; the box keeps their address stable, as those functions require.
+unsafe impl<T: LibcSync> Send for LibcCell<T> {}
+// SAFETY: as above.
+unsafe impl<T: LibcSync> Sync for LibcCell<T> {}
+
+impl<T: LibcSync> LibcCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        LibcCell { cell: Box::new(CacheLine(UnsafeCell::new(value))) }
+    }
+    #[inline]
+    pub(crate) fn ptr(&self) -> *mut T {
+        self.cell.0.get()
+    }
+}
+
+/// An unnamed, process-private POSIX semaphore.
+pub(crate) struct Sem(LibcCell<libc::sem_t>);
+
+impl Sem {
+    /// A semaphore with initial `value`.
+    pub(crate) fn new(value: u32) -> Result<Sem, PrimsError> {
+        // SAFETY: sem_t is plain data; zeroed is a valid placeholder until sem_init below.
+        let sem = LibcCell::new(unsafe { std::mem::zeroed::<libc::sem_t>() });
+        // SAFETY: the pointer is valid, stable and exclusively ours; pshared 0 (threads of one process).
+        if unsafe { libc::sem_init(sem.ptr(), 0, value) } != 0 {
+            return Err(PrimsError::Os { what: "sem_init", err: std::io::Error::last_os_error() });
+        }
+        Ok(Sem(sem))
+    }
+    #[inline]
+    pub(crate) fn ptr(&self) -> *mut libc::sem_t {
+        self.0.ptr()
+    }
+}
+
+impl Drop for Sem {
+    fn drop(&mut self) {
+        // SAFETY: initialised in `new`; no thread uses it any more (we own it exclusively).
+        unsafe { libc::sem_destroy(self.ptr()) };
+    }
+}
+
+/// POSIX unnamed semaphore used as a binary lock.
+pub struct SemLock {
+    sem: Sem,
+}
 
 impl SemLock {
     /// A free lock (semaphore value 1).
     pub fn new() -> Result<Self, PrimsError> {
-        // SAFETY: sem_t is plain data; zeroed is a valid placeholder until sem_init below.
-        let sem = Box::new(UnsafeCell::new(unsafe { std::mem::zeroed::<libc::sem_t>() }));
-        // SAFETY: the pointer is valid and exclusively ours; pshared 0 (threads of one process).
-        if unsafe { libc::sem_init(sem.get(), 0, 1) } != 0 {
-            return Err(PrimsError::Os { what: "sem_init", err: std::io::Error::last_os_error() });
-        }
-        Ok(SemLock { sem })
+        Ok(SemLock { sem: Sem::new(1)? })
     }
 }
 
@@ -135,38 +181,24 @@ impl TryLock for SemLock {
     #[inline]
     fn try_lock(&self) -> bool {
         // SAFETY: the semaphore was initialised in `new` and lives as long as self.
-        unsafe { libc::sem_trywait(self.sem.get()) == 0 }
+        unsafe { libc::sem_trywait(self.sem.ptr()) == 0 }
     }
     #[inline]
     fn unlock(&self) {
         // SAFETY: as above.
-        unsafe { libc::sem_post(self.sem.get()) };
-    }
-}
-
-impl Drop for SemLock {
-    fn drop(&mut self) {
-        // SAFETY: no thread uses the semaphore any more (we own it exclusively).
-        unsafe { libc::sem_destroy(self.sem.get()) };
+        unsafe { libc::sem_post(self.sem.ptr()) };
     }
 }
 
 /// pthread mutex (default type).
-#[repr(align(64))]
 pub struct MutexLock {
-    m: Box<UnsafeCell<libc::pthread_mutex_t>>,
+    m: LibcCell<libc::pthread_mutex_t>,
 }
-
-// SAFETY: pthread mutexes are made for concurrent use through pthread_mutex_*; boxed, so the
-// address never changes after initialisation.
-unsafe impl Send for MutexLock {}
-// SAFETY: as above.
-unsafe impl Sync for MutexLock {}
 
 impl MutexLock {
     /// A free mutex.
     pub fn new() -> Self {
-        MutexLock { m: Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)) }
+        MutexLock { m: LibcCell::new(libc::PTHREAD_MUTEX_INITIALIZER) }
     }
 }
 
@@ -180,39 +212,33 @@ impl TryLock for MutexLock {
     #[inline]
     fn try_lock(&self) -> bool {
         // SAFETY: statically initialised mutex, alive as long as self.
-        unsafe { libc::pthread_mutex_trylock(self.m.get()) == 0 }
+        unsafe { libc::pthread_mutex_trylock(self.m.ptr()) == 0 }
     }
     #[inline]
     fn unlock(&self) {
         // SAFETY: callers only unlock a mutex their own thread took with try_lock.
-        unsafe { libc::pthread_mutex_unlock(self.m.get()) };
+        unsafe { libc::pthread_mutex_unlock(self.m.ptr()) };
     }
 }
 
 impl Drop for MutexLock {
     fn drop(&mut self) {
         // SAFETY: exclusively owned, unlocked by the benchmark before drop.
-        unsafe { libc::pthread_mutex_destroy(self.m.get()) };
+        unsafe { libc::pthread_mutex_destroy(self.m.ptr()) };
     }
 }
 
 /// pthread spinlock.
-#[repr(align(64))]
 pub struct SpinLock {
-    s: Box<UnsafeCell<libc::pthread_spinlock_t>>,
+    s: LibcCell<libc::pthread_spinlock_t>,
 }
-
-// SAFETY: pthread spinlocks are made for concurrent use through pthread_spin_*; boxed address.
-unsafe impl Send for SpinLock {}
-// SAFETY: as above.
-unsafe impl Sync for SpinLock {}
 
 impl SpinLock {
     /// A free spinlock.
     pub fn new() -> Result<Self, PrimsError> {
-        let s = Box::new(UnsafeCell::new(0 as libc::pthread_spinlock_t));
-        // SAFETY: valid pointer to our own storage; private to this process.
-        let rc = unsafe { libc::pthread_spin_init(s.get(), libc::PTHREAD_PROCESS_PRIVATE) };
+        let s = LibcCell::new(0 as libc::pthread_spinlock_t);
+        // SAFETY: valid, stable pointer to our own storage; private to this process.
+        let rc = unsafe { libc::pthread_spin_init(s.ptr(), libc::PTHREAD_PROCESS_PRIVATE) };
         if rc != 0 {
             return Err(PrimsError::Os { what: "pthread_spin_init", err: std::io::Error::from_raw_os_error(rc) });
         }
@@ -224,19 +250,19 @@ impl TryLock for SpinLock {
     #[inline]
     fn try_lock(&self) -> bool {
         // SAFETY: initialised in `new`, alive as long as self.
-        unsafe { libc::pthread_spin_trylock(self.s.get()) == 0 }
+        unsafe { libc::pthread_spin_trylock(self.s.ptr()) == 0 }
     }
     #[inline]
     fn unlock(&self) {
         // SAFETY: as above.
-        unsafe { libc::pthread_spin_unlock(self.s.get()) };
+        unsafe { libc::pthread_spin_unlock(self.s.ptr()) };
     }
 }
 
 impl Drop for SpinLock {
     fn drop(&mut self) {
         // SAFETY: exclusively owned.
-        unsafe { libc::pthread_spin_destroy(self.s.get()) };
+        unsafe { libc::pthread_spin_destroy(self.s.ptr()) };
     }
 }
 
