@@ -147,7 +147,7 @@ impl<P: Policy<Item>> Core<P> {
             rings,
             next_idle: 0,
             // ps per byte in 2^-16 units: 8 bits * 1e12 ps * 65536 / bw.
-            fp_per_byte: bandwidth.map(|b| (8u128 * 1_000_000_000_000u128 << 16) / u128::from(b.0.max(1))),
+            fp_per_byte: bandwidth.map(|b| ((8u128 * 1_000_000_000_000u128) << 16) / u128::from(b.0.max(1))),
             batch: batch.max(1),
             released: vec![0; n],
             sched_drops: vec![0; n],
@@ -166,7 +166,7 @@ impl<P: Policy<Item>> Core<P> {
     #[inline]
     pub fn pass(&mut self, now: u64) -> usize {
         self.passes += 1;
-        let now_fp = u128::from(now) * 1000 << 16;
+        let now_fp = (u128::from(now) * 1000) << 16;
         let mut work = 0;
         for c in 0..self.rings.len() {
             for _ in 0..VISIT {
@@ -745,5 +745,81 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         timestamps_truncated: st.ts_truncated,
         thread: ThreadInfo::current(),
         sched_passes: passes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A core over `n` rings with the producers kept by the test (no threads, synthetic clock).
+    fn core(n: usize, bw: Option<u64>, batch: usize) -> (Core<Fifo<Item>>, Vec<Producer>) {
+        let (ps, cs): (Vec<_>, Vec<_>) = (0..n).map(|_| channel(4096)).unzip();
+        (Core::new(Fifo::new(), cs, bw.map(Bps), batch, false), ps)
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn link_releases_at_the_configured_rate_and_idle_earns_no_credit() {
+        // 8 kb/s = 1000 bytes/s: one 100-byte packet per 100 ms.
+        let (mut c, mut p) = core(1, Some(8_000), 500);
+        for _ in 0..5 {
+            p[0].push(1, 100, 1);
+        }
+        assert_eq!(c.pass(1_000 * MS), 5 + 1, "takes all five, releases one at once");
+        assert_eq!(c.pass(1_050 * MS), 0);
+        assert_eq!(c.pass(1_100 * MS), 1);
+        // A late pass catches up with the backlog (the link was busy, not idle).
+        assert_eq!(c.pass(1_350 * MS), 2, "the 1200 and 1300 ms slots");
+        assert_eq!(c.pass(1_400 * MS), 1);
+        assert_eq!(c.released[0], 5);
+        // Long idle: a new packet goes at once, the next one 100 ms later, no burst of credit.
+        p[0].push(1, 100, 2);
+        p[0].push(1, 100, 2);
+        assert_eq!(c.pass(10_000 * MS), 2 + 1);
+        assert_eq!(c.pass(10_099 * MS), 0);
+        assert_eq!(c.pass(10_100 * MS), 1);
+    }
+
+    #[test]
+    fn batch_limit_and_ten_terabits_without_overflow() {
+        let (mut c, mut p) = core(2, None, 7);
+        for _ in 0..20 {
+            p[0].push(1, 60, 1);
+            p[1].push(1, 60, 1);
+        }
+        assert_eq!(c.pass(MS), 40 + 7, "unlimited link: the -B limit bounds a pass");
+        assert_eq!(c.pass(MS), 7);
+        // 10 Tb/s: 60-byte packets cost 48 ps each; 1000 of them fit in 48 ns.
+        let (mut c, mut p) = core(1, Some(10_000_000_000_000), 5000);
+        for _ in 0..2000 {
+            p[0].push(1, 60, 1);
+        }
+        // Passes at one instant take VISIT messages each and release what fits in no time.
+        let mut t = MS;
+        while c.taken(0) < 2000 {
+            c.pass(t);
+        }
+        let before = c.released[0];
+        t += 48;
+        c.pass(t);
+        let sent = c.released[0] - before;
+        assert!((990..=1010).contains(&sent), "{sent} packets in 48 ns at 10 Tb/s");
+    }
+
+    #[test]
+    fn refused_messages_are_marked_dropped() {
+        // A flow-level policy with one flow, two clients: client 1's packets are refused.
+        let (ps, cs): (Vec<_>, Vec<_>) = (0..2).map(|_| channel(8)).unzip();
+        let mut p = ps;
+        let mut c = Core::new(Drr::new(&[FlowWeight::new(1, 1500)]), cs, None, 500, false);
+        p[0].push(1, 100, 1);
+        p[1].push(1, 100, 1);
+        c.pass(MS);
+        assert_eq!((c.released.clone(), c.sched_drops.clone()), (vec![1, 0], vec![0, 1]));
+        let mut dropped = Vec::new();
+        p[1].poll(|x| dropped.push(x.dropped));
+        assert_eq!(dropped, vec![true]);
     }
 }
