@@ -74,7 +74,11 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
         h.push(format!("{prefix}all"));
         h.join("\t")
     };
-    let _ = writeln!(s, "\nLatency percentiles p50/p99/max (time units), traffic {}%:", fmt_g(r.traffic_pct));
+    let _ = writeln!(
+        s,
+        "\nLatency percentiles p50/p99/max (time units; percentiles within 1.6% of latency+1, max exact), traffic {}%:",
+        fmt_g(r.traffic_pct)
+    );
     let _ = writeln!(s, "{}", cols("len"));
     for st in &r.strategies {
         let mut row = vec![st.label.clone()];
@@ -83,11 +87,11 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
                 st.by_len
                     .iter()
                     .find(|x| x.len == l)
-                    .map_or("-".into(), |x| format!("{:.2}/{:.2}/{:.2}", x.p50_tu, x.p99_tu, x.max_tu)),
+                    .map_or("-".into(), |x| format!("{}/{}/{}", sig(x.p50_tu), sig(x.p99_tu), sig(x.max_tu))),
             );
         }
         let o = &st.overall;
-        row.push(format!("{:.2}/{:.2}/{:.2}", o.p50_tu, o.p99_tu, o.max_tu));
+        row.push(format!("{}/{}/{}", sig(o.p50_tu), sig(o.p99_tu), sig(o.max_tu)));
         let _ = writeln!(s, "{}", row.join("\t"));
     }
     let _ = writeln!(
@@ -140,6 +144,18 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
         let _ = writeln!(s, "\n(interrupted: statistics cover the {} packets that arrived)", thousands(r.packets_in));
     }
     s
+}
+
+/// About three significant digits (percentiles are binned, so more would overstate them).
+fn sig(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 fn fmt_ci(v: f64) -> String {

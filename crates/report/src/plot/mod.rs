@@ -13,7 +13,7 @@ pub mod candle;
 /// Colours used for series in order (colour-blind-friendly palette, then repeats).
 pub const PALETTE: [&str; 13] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442", "#7F3C8D",
-    "#11A579", "#3969AC", "#E73F74", "#80BA5A",
+    "#8C564B", "#3969AC", "#E73F74", "#80BA5A",
 ];
 
 /// Escapes text for SVG.
