@@ -187,6 +187,9 @@ pub struct RunResult {
     pub msg_rate_mpps: f64,
     /// Client: completion minus post. Server: gap between successive receive completions.
     pub lat_us: Summary,
+    /// Client: time spent inside `post_send` (the latency is timed from its return, as in the
+    /// seed; a long post means the poster was descheduled there).
+    pub post_us: Option<Summary>,
     pub rx_depth: u32,
     pub local_qp: QpInfo,
     pub remote_qp: QpInfo,
@@ -231,6 +234,9 @@ impl RunResult {
         }
         if self.lat_us.count == 0 {
             return writeln!(out, "{p} no per-message completions at this end ({} is served by the responder's NIC alone)", self.op);
+        }
+        if let Some(post) = &self.post_us {
+            writeln!(out, "{p} post_send duration [us]: {}", post.line(""))?;
         }
         let what = if self.role == "client" { "latency (post to completion)" } else { "receive gap" };
         writeln!(out, "{p} {what} [us]: {}", self.lat_us.line(""))
@@ -384,6 +390,7 @@ fn result_of(cfg: &BenchConfig, ep: &dyn Endpoint, role: &str, m: Measured) -> R
         bw_peak_gbps: if min_gap.is_finite() { bytes * 8.0 / (min_gap * 1e3) } else { 0.0 },
         msg_rate_mpps: if secs > 0.0 { completed as f64 / secs / 1e6 } else { 0.0 },
         lat_us: h.summary(1000.0),
+        post_us: None,
         rx_depth: cfg.depth,
         local_qp: ep.local_info(),
         remote_qp: remote,
@@ -431,17 +438,20 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     let start = Instant::now();
     let mut interrupted = false;
     let mut failure: Option<BenchError> = None;
+    let mut post_hist = Hist::new();
     for i in 0..cfg.count {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
         let wr = SendWr { wr_id: i, op: cfg.op, len, remote_addr: remote.addr, rkey: remote.rkey, imm: i as u32 };
+        let t_ring = start.elapsed();
         if let Err(e) = ep.post_send(&wr) {
             failure = Some(e.into());
             break;
         }
         let t_post = start.elapsed();
+        post_hist.record((t_post - t_ring).as_nanos() as u64);
         let c = match next_completion(ep.as_mut(), cfg.poll, cfg.timeout, stop, &mut buf) {
             Ok(c) => c,
             Err(BenchError::Interrupted) => {
@@ -473,6 +483,7 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
         .and_then(|()| ctl.line(if stopped_early { Duration::from_secs(2) } else { cfg.timeout }, "BYE", &AtomicBool::new(false)));
     let mut res = result_of(cfg, ep.as_ref(), "client", Measured { remote, records, elapsed, interrupted, thread });
     res.failure = failure.map(|e| e.to_string());
+    res.post_us = Some(post_hist.summary(1000.0));
     match bye {
         Ok(l) if l.starts_with("BYE") => Ok(res),
         Ok(l) => Err(BenchError::Control(format!("expected BYE, got '{l}'"))),
