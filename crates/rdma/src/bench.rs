@@ -321,6 +321,25 @@ fn next_completion(
     }
 }
 
+/// The outcome of waiting for one completion, as the run loops treat it.
+enum Waited {
+    Got(Completion),
+    Interrupted,
+    TimedOut,
+    Failed(BenchError),
+}
+
+impl From<Result<Completion, BenchError>> for Waited {
+    fn from(r: Result<Completion, BenchError>) -> Waited {
+        match r {
+            Ok(c) => Waited::Got(c),
+            Err(BenchError::Interrupted) => Waited::Interrupted,
+            Err(BenchError::Timeout(_)) => Waited::TimedOut,
+            Err(e) => Waited::Failed(e),
+        }
+    }
+}
+
 fn endpoint_config(cfg: &BenchConfig, local_ip: IpAddr) -> EndpointConfig {
     EndpointConfig {
         device: cfg.device.clone(),
@@ -452,13 +471,17 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
         }
         let t_post = start.elapsed();
         post_hist.record((t_post - t_ring).as_nanos() as u64);
-        let c = match next_completion(ep.as_mut(), cfg.poll, cfg.timeout, stop, &mut buf) {
-            Ok(c) => c,
-            Err(BenchError::Interrupted) => {
+        let c = match Waited::from(next_completion(ep.as_mut(), cfg.poll, cfg.timeout, stop, &mut buf)) {
+            Waited::Got(c) => c,
+            Waited::Interrupted => {
                 interrupted = true;
                 break;
             }
-            Err(e) => {
+            Waited::TimedOut => {
+                failure = Some(BenchError::Timeout(cfg.timeout));
+                break;
+            }
+            Waited::Failed(e) => {
                 failure = Some(e);
                 break;
             }
@@ -547,8 +570,8 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
     let mut prev_us = 0.0;
     let slice = Duration::from_millis(50);
     while receives && (records.len() as u64) < done.unwrap_or(cfg.count) {
-        match next_completion(ep.as_mut(), cfg.poll, slice, stop, &mut buf) {
-            Ok(c) => {
+        match Waited::from(next_completion(ep.as_mut(), cfg.poll, slice, stop, &mut buf)) {
+            Waited::Got(c) => {
                 let k = records.len() as u64;
                 if c.status != WcStatus::Success {
                     failure = Some(BenchError::Completion { index: k + 1, wr_id: c.wr_id, status: c.status });
@@ -566,7 +589,7 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
                     posted += 1;
                 }
             }
-            Err(BenchError::Timeout(_)) => {
+            Waited::TimedOut => {
                 if done.is_none() {
                     if let Some(l) = ctl.try_line(Duration::ZERO)? {
                         done = Some(parse_done(&l)?);
@@ -578,11 +601,11 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
                     break;
                 }
             }
-            Err(BenchError::Interrupted) => {
+            Waited::Interrupted => {
                 interrupted = true;
                 break;
             }
-            Err(e) => {
+            Waited::Failed(e) => {
                 failure = Some(e);
                 break;
             }

@@ -504,6 +504,15 @@ impl EmulatedEndpoint {
         Ok(stream)
     }
 
+    /// A state change that needs nothing but the right starting state.
+    fn transition(&mut self, from: QpState, to: QpState) -> Result<(), BackendError> {
+        if self.state != from {
+            return Err(BackendError::BadTransition { from: self.state, to });
+        }
+        self.state = to;
+        Ok(())
+    }
+
     fn check_len(&self, len: u32) -> Result<(), BackendError> {
         let buf = lock(&self.shared.mr).len() as u64;
         if u64::from(len) > buf {
@@ -531,11 +540,7 @@ impl Endpoint for EmulatedEndpoint {
         }
     }
     fn to_init(&mut self) -> Result<(), BackendError> {
-        if self.state != QpState::Reset {
-            return Err(BackendError::BadTransition { from: self.state, to: QpState::Init });
-        }
-        self.state = QpState::Init;
-        Ok(())
+        self.transition(QpState::Reset, QpState::Init)
     }
     fn to_rtr(&mut self, remote: &QpInfo) -> Result<(), BackendError> {
         if self.state != QpState::Init {
@@ -570,11 +575,7 @@ impl Endpoint for EmulatedEndpoint {
         Ok(())
     }
     fn to_rts(&mut self) -> Result<(), BackendError> {
-        if self.state != QpState::ReadyToReceive {
-            return Err(BackendError::BadTransition { from: self.state, to: QpState::ReadyToSend });
-        }
-        self.state = QpState::ReadyToSend;
-        Ok(())
+        self.transition(QpState::ReadyToReceive, QpState::ReadyToSend)
     }
     fn post_send(&mut self, wr: &SendWr) -> Result<(), BackendError> {
         let state = self.state();
