@@ -30,8 +30,22 @@ fn ok(args: &[&str]) -> String {
     stdout(&o)
 }
 
+/// CPUs this process may run on (its affinity mask, as `schedlab` sees it), from /proc.
+fn allowed_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()),
+            None => cpus.push(part.parse().unwrap()),
+        }
+    }
+    cpus
+}
+
 fn cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    allowed_cpus().len()
 }
 
 /// `000.123456 func       [N] rest` -> (func, N, rest)
@@ -173,15 +187,18 @@ fn semtest_help_and_seed_shape() {
 fn semtest_placement_is_printed_per_pair_and_read_back() {
     let out = ok(&["semtest", "-i", "500", "--interval", "0", "--mode", "one-way", "--placement", "same-core", "-n", "1"]);
     let p = out.lines().find(|l| l.starts_with("P: ")).unwrap();
-    assert!(p.contains("marco CPU 0 (ran on 0), polo CPU 0 (ran on 0)"), "{p}");
+    let c = allowed_cpus();
+    assert!(p.contains(&format!("marco CPU {0} (ran on {0}), polo CPU {0} (ran on {0})", c[0])), "{p}");
     assert!(out.contains("one-way"), "{out}");
-    if cpus() < 2 {
-        eprintln!("SKIP: cross-core placement needs 2 CPUs, this machine has {}", cpus());
+    if c.len() < 2 {
+        eprintln!("SKIP: cross-core placement needs 2 CPUs, this machine has {}", c.len());
         return;
     }
-    let out = ok(&["semtest", "-i", "300", "--interval", "0", "--placement", "0:1", "--primitive", "futex"]);
+    let fixed = format!("{}:{}", c[0], c[1]);
+    let out = ok(&["semtest", "-i", "300", "--interval", "0", "--placement", &fixed, "--primitive", "futex"]);
     let p = out.lines().find(|l| l.starts_with("P: ")).unwrap();
-    assert!(p.starts_with("P:  0, 1 ") && p.contains("marco CPU 0 (ran on 0), polo CPU 1 (ran on 1)"), "{p}");
+    assert!(p.starts_with(&format!("P:  0, {} ", c[1])), "{p}");
+    assert!(p.contains(&format!("marco CPU {0} (ran on {0}), polo CPU {1} (ran on {1})", c[0], c[1])), "{p}");
     let out = ok(&["semtest", "-i", "300", "--interval", "0", "-A", "-n", "1"]);
     assert!(out.contains("Affinity:       Off") && out.contains("marco unpinned"), "{out}");
 }
