@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use schedlab_policy::{Alpha, FlowWeight, Message, Policy};
 
-use crate::harness::{now_ns, run, Alg, Config, Item};
+use crate::harness::{now_ns, run, Alg, Config, Item, RtYield};
 use crate::ring::channel;
 use crate::traffic::{Spec, Traffic};
 use crate::units::{Bps, Nanos};
@@ -60,8 +60,10 @@ pub fn bare_ring_pps(queue: usize, dur: Nanos) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let consumer = std::thread::spawn(move || {
+        let mut rt = RtYield::new();
         while !s2.load(Ordering::Relaxed) {
             let now = now_ns();
+            rt.tick(now);
             let mut any = false;
             while let Some(m) = c.take(now) {
                 c.release(m.pos, now, false);
@@ -75,11 +77,13 @@ pub fn bare_ring_pps(queue: usize, dur: Nanos) -> f64 {
     let start = now_ns();
     let end = start + dur.0;
     let mut done = 0u64;
+    let mut rt = RtYield::new();
     loop {
         let now = now_ns();
         if now >= end {
             break;
         }
+        rt.tick(now);
         if p.space() > 0 {
             p.push(1, 60, now);
         }

@@ -323,11 +323,39 @@ pub struct RunResult {
     pub trace: Option<Vec<TraceEvent>>,
 }
 
+/// Under a real-time policy (`chrt -f`/`-r`) a spinning thread is never preempted by a thread
+/// of the same priority, so a client and the main thread sharing a CPU would livelock. Such
+/// threads yield once a millisecond; under `SCHED_OTHER` this does nothing (yielding there hands
+/// whole time slices to spinning peers).
+pub(crate) struct RtYield {
+    rt: bool,
+    next: u64,
+}
+
+impl RtYield {
+    pub(crate) fn new() -> RtYield {
+        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+        let pol = unsafe { libc::sched_getscheduler(0) };
+        RtYield { rt: pol == libc::SCHED_FIFO || pol == libc::SCHED_RR, next: 0 }
+    }
+    #[inline]
+    pub(crate) fn tick(&mut self, now: u64) {
+        if self.rt && now >= self.next {
+            std::thread::yield_now();
+            self.next = now + 1_000_000;
+        }
+    }
+}
+
 #[inline]
-fn spin_until(t: u64) {
-    // A busy spin, as in the original: yielding would hand the rest of the time slice to a
-    // spinning client whenever threads outnumber cores.
-    while now_ns() < t {
+fn spin_until(t: u64, y: &mut RtYield) {
+    // A busy spin, as in the original.
+    loop {
+        let now = now_ns();
+        if now >= t {
+            break;
+        }
+        y.tick(now);
         std::hint::spin_loop();
     }
 }
@@ -504,11 +532,13 @@ fn scheduler_thread(
     });
     let mut last_work = now_ns();
     let mut next = last_work;
+    let mut rt = RtYield::new();
     loop {
         if shared.phase.load(Ordering::Relaxed) != RUN {
             break;
         }
         let now = now_ns();
+        rt.tick(now);
         let core = guard.as_mut().expect("the scheduler holds the lock while awake");
         let work = core.pass(now);
         if info.is_none() {
@@ -541,7 +571,7 @@ fn scheduler_thread(
             if next < now {
                 next = now;
             }
-            spin_until(next);
+            spin_until(next, &mut rt);
         }
     }
     drop(guard);
@@ -662,6 +692,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         }
         std::thread::yield_now();
     };
+    let mut rt = RtYield::new();
     let mut spec_start = start;
     'program: for spec in &ctx.program {
         let spec_end = (spec_start + spec.duration.0).min(end);
@@ -675,6 +706,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             if now >= spec_end {
                 break;
             }
+            rt.tick(now);
             let mut did = false;
             if gap != u64::MAX && u128::from(now) * 1000 >= next_burst_ps {
                 let want = spec.burst;
