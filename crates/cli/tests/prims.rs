@@ -337,4 +337,15 @@ fn rt_priority_result_agrees_with_the_exit_code() {
     } else {
         assert!(stderr(&o).contains("not granted"), "{}", stderr(&o));
     }
+    // -r selects SCHED_RR whatever its position (the original forced SCHED_FIFO with -p).
+    for args in [["-r", "-p", "10"], ["-p", "10", "-r"]] {
+        let mut v = vec!["semtest", "-i", "100", "--interval", "0", "-n", "1"];
+        v.extend(args);
+        let o = run(&v);
+        if o.status.success() {
+            assert!(stdout(&o).contains("Policy:         SCHED_RR\n"), "{}", stdout(&o));
+        } else {
+            assert!(stderr(&o).contains("SCHED_RR priority 10 not granted"), "{}", stderr(&o));
+        }
+    }
 }
