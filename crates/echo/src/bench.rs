@@ -30,6 +30,7 @@ const SOCKPERF_MSG: std::ops::RangeInclusive<u64> = 14..=65_000;
 #[derive(Parser, Debug)]
 #[command(
     name = "schedlab echo-bench",
+    bin_name = "schedlab echo-bench",
     about = "The whole echo latency matrix: modes x sizes x busy poll off/on, CSV files and candlestick charts",
     after_help = "Writes into --out: summary.csv, results.json and per size SIZE/data.csv, SIZE/data-busypoll.csv (the seed's\n`name, med, dev, min, max`, slowest 1% dropped), SIZE/echo-SIZE.svg and .png. Progress goes to stderr."
 )]

@@ -195,9 +195,9 @@ pub fn load_sk_skb(insns: &[Insn], name: &str, attach: u32) -> Result<OwnedFd, E
     };
     match sys_bpf(BPF_PROG_LOAD, &mut a) {
         Ok(fd) => Ok(owned(fd)),
-        Err(source) => {
+        Err(err) => {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            Err(EchoError::BpfLoad { name: name.to_string(), source, log: String::from_utf8_lossy(&log[..end]).into_owned() })
+            Err(EchoError::BpfLoad { name: name.to_string(), err, log: String::from_utf8_lossy(&log[..end]).into_owned() })
         }
     }
 }

@@ -86,6 +86,7 @@ pub(crate) fn signals() -> (Arc<AtomicBool>, Option<mpsc::Receiver<()>>) {
 #[derive(Parser, Debug)]
 #[command(
     name = "schedlab echo",
+    bin_name = "schedlab echo",
     about = "TCP echo server: naive, iosubmit, splice, sockmap or io_uring",
     after_help = "The seed's form works too: `schedlab echo-naive 0.0.0.0:1234 $BUSYPOLL` (any second argument turns busy poll on).\nStops on Ctrl-C / SIGTERM: closes every connection, detaches and closes BPF objects, prints what it echoed."
 )]
@@ -203,6 +204,7 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
 #[derive(Parser, Debug)]
 #[command(
     name = "schedlab burst",
+    bin_name = "schedlab burst",
     about = "TCP echo burst client: one round-trip time per line, in microseconds",
     after_help = "SIZE: a bare number is KiB like the seed's test-burst (64 = 64 KiB); with a unit: 1B = 1 byte, 4K, 1M.\nRTTs go to stdout, one integer per line; the summary goes to stderr."
 )]
@@ -329,6 +331,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
 #[derive(Parser, Debug)]
 #[command(
     name = "schedlab hist",
+    bin_name = "schedlab hist",
     about = "Summary and log2 histogram of numbers, one per line (the seed's mmhistogram)",
     after_help = "The summary line `min:.. avg:.. med=.. max:.. dev:.. count:..` (population std dev) works with the seed's\n`grep max | tr := \"  \" | awk '{print $6\", \"$10\", \"$2\", \"$8}'` pipeline; --csv prints that row directly."
 )]

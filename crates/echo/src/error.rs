@@ -1,4 +1,5 @@
-//! Typed errors of the echo layer.
+//! Typed errors of the echo layer. The I/O error is part of each message (not a separate
+//! `source`), so that printing the chain does not repeat it.
 
 use std::io;
 
@@ -12,17 +13,17 @@ pub enum EchoError {
     #[error("invalid address '{input}': {reason} (expected IP:PORT, e.g. 127.0.0.1:1234)")]
     BadAddress { input: String, reason: String },
     /// The listening socket could not be bound.
-    #[error("cannot listen on {addr}: {source}{hint}")]
-    Bind { addr: String, source: io::Error, hint: &'static str },
+    #[error("cannot listen on {addr}: {err}{hint}")]
+    Bind { addr: String, err: io::Error, hint: &'static str },
     /// A kernel mechanism is missing or refused.
     #[error("{what} is not available: {reason}")]
     Unsupported { what: &'static str, reason: String },
     /// A system call failed.
-    #[error("{context}: {source}")]
-    Io { context: String, source: io::Error },
+    #[error("{context}: {err}")]
+    Io { context: String, err: io::Error },
     /// A BPF program was rejected by the verifier.
-    #[error("the kernel rejected BPF program '{name}': {source}\nverifier log:\n{log}")]
-    BpfLoad { name: String, source: io::Error, log: String },
+    #[error("the kernel rejected BPF program '{name}': {err}\nverifier log:\n{log}")]
+    BpfLoad { name: String, err: io::Error, log: String },
     /// The echo differed from what was sent.
     #[error("echo mismatch in round {round} at byte {offset} of {size}: sent {sent:#04x}, received {got:#04x}")]
     Mismatch { round: u64, offset: usize, size: usize, sent: u8, got: u8 },
@@ -36,8 +37,8 @@ pub enum EchoError {
 
 impl EchoError {
     /// Wraps an I/O error with what was being done.
-    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        EchoError::Io { context: context.into(), source }
+    pub fn io(context: impl Into<String>, err: io::Error) -> Self {
+        EchoError::Io { context: context.into(), err }
     }
 }
 

@@ -278,14 +278,14 @@ impl Server {
     /// Probes the mode, binds `cfg.addr` and starts serving in background threads.
     pub fn start(cfg: ServerConfig) -> Result<Server, EchoError> {
         cfg.mode.probe()?;
-        let listener = TcpListener::bind(cfg.addr).map_err(|source| {
-            let hint = match source.raw_os_error() {
+        let listener = TcpListener::bind(cfg.addr).map_err(|err| {
+            let hint = match err.raw_os_error() {
                 Some(libc::EADDRINUSE) => " (the port is already in use: stop the other server or pick another port)",
                 Some(libc::EACCES) => " (ports below 1024 need root)",
                 Some(libc::EADDRNOTAVAIL) => " (no interface of this machine has that address)",
                 _ => "",
             };
-            EchoError::Bind { addr: cfg.addr.to_string(), source, hint }
+            EchoError::Bind { addr: cfg.addr.to_string(), err, hint }
         })?;
         let local = listener.local_addr().ctx(|| "getsockname on the listening socket")?;
         listener.set_nonblocking(true).ctx(|| "making the listening socket non-blocking")?;
