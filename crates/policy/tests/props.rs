@@ -70,6 +70,16 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     )
 }
 
+fn few_lengths_ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => prop::sample::select(vec![1u32, 2, 3, 5, 20]).prop_map(Op::Arrive),
+            4 => (1u8..=6).prop_map(Op::Take),
+        ],
+        1..200,
+    )
+}
+
 fn drive<P: Policy<u32>>(p: &mut P, ops: &[Op]) -> Vec<(u32, bool)> {
     let mut out = Vec::new();
     let mut id = 0;
@@ -139,6 +149,13 @@ proptest! {
         prop_assert_eq!(drive(&mut RoundRobin::new(), &ops), drive_listing(-1.0, &ops));
         prop_assert_eq!(drive(&mut RoundRobinHead::new(), &ops), drive_listing(-2.0, &ops));
         prop_assert_eq!(drive(&mut alpha_sched(alpha), &ops), drive_listing(alpha, &ops));
+    }
+
+    /// Few distinct lengths keep the alpha policy in its per-length-queue mode.
+    #[test]
+    fn alpha_with_few_lengths_matches_the_listing(ops in few_lengths_ops(), alpha in prop::sample::select(vec![1.0, 3.0, 10.0, 60.0, 2.5])) {
+        prop_assert_eq!(drive(&mut alpha_sched(alpha), &ops), drive_listing(alpha, &ops));
+        prop_assert_eq!(drive(&mut alpha_sched(1e6), &ops), drive(&mut AlphaSched::shortest_first(), &ops));
     }
 
     #[test]
