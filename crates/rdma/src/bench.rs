@@ -55,17 +55,15 @@ pub enum BenchError {
     Backend(#[from] BackendError),
     #[error("control connection: {0}")]
     Control(String),
-    #[error("cannot connect to the server at {addr}: {source} (start `schedlab rdma` without an address there first)")]
+    #[error("cannot connect to the server at {addr}: {err} (start `schedlab rdma` without an address there first)")]
     Connect {
         addr: String,
-        #[source]
-        source: io::Error,
+        err: io::Error,
     },
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {err}")]
     Listen {
         addr: SocketAddr,
-        #[source]
-        source: io::Error,
+        err: io::Error,
     },
     #[error("the peer refused the run: {0}")]
     Refused(String),
@@ -428,10 +426,10 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     let target = if host.contains(':') && !host.starts_with('[') { format!("[{host}]:{}", cfg.port) } else { format!("{host}:{}", cfg.port) };
     let addr = target
         .to_socket_addrs()
-        .map_err(|source| BenchError::Connect { addr: target.clone(), source })?
+        .map_err(|err| BenchError::Connect { addr: target.clone(), err })?
         .next()
-        .ok_or_else(|| BenchError::Connect { addr: target.clone(), source: io::Error::new(ErrorKind::NotFound, "no address") })?;
-    let s = TcpStream::connect_timeout(&addr, cfg.timeout).map_err(|source| BenchError::Connect { addr: target, source })?;
+        .ok_or_else(|| BenchError::Connect { addr: target.clone(), err: io::Error::new(ErrorKind::NotFound, "no address") })?;
+    let s = TcpStream::connect_timeout(&addr, cfg.timeout).map_err(|err| BenchError::Connect { addr: target, err })?;
     let local_ip = s.local_addr()?.ip();
     let mut ctl = Ctl::new(s)?;
     ctl.send(&hello(cfg))?;
@@ -520,7 +518,7 @@ pub fn listen(cfg: &BenchConfig) -> Result<TcpListener, BenchError> {
     // A server without a usable device says so at once instead of waiting for a client.
     backend::probe(cfg.backend, cfg.device.as_deref())?;
     let addr = SocketAddr::new(cfg.bind, cfg.port);
-    TcpListener::bind(addr).map_err(|source| BenchError::Listen { addr, source })
+    TcpListener::bind(addr).map_err(|err| BenchError::Listen { addr, err })
 }
 
 /// Serves one client on `listener` (the server side of one run).

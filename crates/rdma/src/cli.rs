@@ -219,14 +219,16 @@ fn run_bench(a: &BenchArgs) -> Result<i32> {
             bench::serve(&cfg, &listener, &mut out, &STOP)
         }
     };
+    // Errors of an emulated run carry the label too (they are the last line a user sees).
+    let tag = if cfg.backend == BackendKind::Emulated { "[EMULATED] " } else { "" };
     let res = match result {
         Ok(r) => r,
-        Err(BenchError::Interrupted) => bail!("interrupted before the transfer started"),
-        Err(e) => return Err(e.into()),
+        Err(BenchError::Interrupted) => bail!("{tag}interrupted before the transfer started"),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("{tag}{} run", cfg.op))),
     };
     finish(a, &res, &mut out)?;
     if let Some(why) = &res.failure {
-        bail!("{why} (the {} messages before it were saved)", res.completed);
+        bail!("{tag}{why} (the {} messages before it were saved)", res.completed);
     }
     Ok(if res.interrupted { 130 } else { 0 })
 }

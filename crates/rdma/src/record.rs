@@ -98,11 +98,10 @@ impl fmt::Display for Field {
 /// Errors reading a flow file.
 #[derive(Debug, Error)]
 pub enum RecordError {
-    #[error("{file}: {source}")]
+    #[error("{file}: {err}")]
     Io {
         file: PathBuf,
-        #[source]
-        source: io::Error,
+        err: io::Error,
     },
     #[error("{file}:{line}: field {field}: {msg}")]
     Bad { file: PathBuf, line: usize, field: Field, msg: String },
@@ -124,14 +123,14 @@ pub fn write_flow<W: Write>(mut w: W, meta: Option<&FlowMeta>, records: &[MsgRec
 
 /// Writes a whole file to `path`.
 pub fn save(path: &Path, meta: Option<&FlowMeta>, records: &[MsgRecord]) -> Result<(), RecordError> {
-    let io = |source| RecordError::Io { file: path.to_path_buf(), source };
+    let io = |err| RecordError::Io { file: path.to_path_buf(), err };
     let f = std::fs::File::create(path).map_err(io)?;
     write_flow(io::BufWriter::new(f), meta, records).map_err(io)
 }
 
 /// Reads a file from `path`.
 pub fn load(path: &Path) -> Result<FlowFile, RecordError> {
-    let f = std::fs::File::open(path).map_err(|source| RecordError::Io { file: path.to_path_buf(), source })?;
+    let f = std::fs::File::open(path).map_err(|err| RecordError::Io { file: path.to_path_buf(), err })?;
     read_flow(io::BufReader::new(f), path)
 }
 
@@ -159,7 +158,7 @@ pub fn read_flow<R: BufRead>(r: R, name: &Path) -> Result<FlowFile, RecordError>
     let mut shift: Option<u64> = None;
     for (i, line) in r.lines().enumerate() {
         let lineno = i + 1;
-        let line = line.map_err(|source| RecordError::Io { file: name.to_path_buf(), source })?;
+        let line = line.map_err(|err| RecordError::Io { file: name.to_path_buf(), err })?;
         let bad = |field: Field, msg: String| RecordError::Bad { file: name.to_path_buf(), line: lineno, field, msg };
         let t = line.trim();
         if t.is_empty() {

@@ -58,11 +58,10 @@ pub enum QpState {
 pub enum BackendError {
     #[error("RDMA backend unavailable: {0}")]
     Unavailable(String),
-    #[error("{call} failed: {source}")]
+    #[error("{call} failed: {err}")]
     Verbs {
         call: &'static str,
-        #[source]
-        source: std::io::Error,
+        err: std::io::Error,
     },
     #[error("invalid queue-pair transition {from:?} -> {to:?}")]
     BadTransition { from: QpState, to: QpState },
@@ -75,7 +74,13 @@ pub enum BackendError {
     #[error("emulated wire: {0}")]
     Wire(String),
     #[error("I/O error on the emulated wire: {0}")]
-    Io(#[from] std::io::Error),
+    Io(String),
+}
+
+impl From<std::io::Error> for BackendError {
+    fn from(e: std::io::Error) -> Self {
+        BackendError::Io(e.to_string())
+    }
 }
 
 /// A send-queue work request.

@@ -25,7 +25,7 @@ use super::{BackendError, BackendKind, Completion, Endpoint, EndpointConfig, QpS
 use crate::types::{Op, QpInfo};
 
 fn verbs_err(call: &'static str, e: impl std::fmt::Display) -> BackendError {
-    BackendError::Verbs { call, source: std::io::Error::other(e.to_string()) }
+    BackendError::Verbs { call, err: std::io::Error::other(e.to_string()) }
 }
 
 /// Why no device can be used, in one line, or the device list.
@@ -278,7 +278,7 @@ impl Endpoint for VerbsEndpoint {
         // SAFETY: the CQ pointer is valid for the endpoint's lifetime.
         let rc = unsafe { ibv_req_notify_cq(self.cq_ptr(), 0) };
         if rc != 0 {
-            return Err(BackendError::Verbs { call: "ibv_req_notify_cq", source: std::io::Error::from_raw_os_error(rc) });
+            return Err(BackendError::Verbs { call: "ibv_req_notify_cq", err: std::io::Error::from_raw_os_error(rc) });
         }
         Ok(())
     }
@@ -295,7 +295,7 @@ impl Endpoint for VerbsEndpoint {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 return Ok(false);
             }
-            return Err(BackendError::Verbs { call: "poll(completion channel)", source: e });
+            return Err(BackendError::Verbs { call: "poll(completion channel)", err: e });
         }
         if rc == 0 {
             return Ok(false);
