@@ -79,13 +79,22 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, opt: &str, inline: Optio
     }
 }
 
-fn parse_count(v: &str, opt: &str, what: &str) -> Result<usize> {
+fn parse_count(v: &str, opt: &str, what: &str, max: usize) -> Result<usize> {
     let n: i64 = v.trim().parse().with_context(|| format!("{opt} '{v}': {what} must be a whole number"))?;
     if n < 1 {
         bail!("{opt} {v}: {what} must be at least 1");
     }
+    if n as u64 > max as u64 {
+        bail!("{opt} {v}: {what} must be at most {max}");
+    }
     Ok(n as usize)
 }
+
+/// Limits that keep memory bounded (a ring slot is 64 bytes, a timestamp record 48).
+const MAX_THREADS: usize = 4096;
+const MAX_QUEUE: usize = 1 << 20;
+const MAX_BATCH: usize = 1 << 20;
+const MAX_TS_LIMIT: usize = 10_000_000;
 
 /// `W:L:N,...` -> one `FlowWeight` per flow.
 pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
@@ -174,9 +183,9 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
         }
         match opt {
             "-h" | "--help" => return Ok(None),
-            "-t" => threads = parse_count(value(&mut it, opt, inline)?, "-t", "the number of client threads")?,
+            "-t" => threads = parse_count(value(&mut it, opt, inline)?, "-t", "the number of client threads", MAX_THREADS)?,
             "-f" => file = Some(PathBuf::from(value(&mut it, opt, inline)?)),
-            "-q" => queue = parse_count(value(&mut it, opt, inline)?, "-q", "the queue size")?,
+            "-q" => queue = parse_count(value(&mut it, opt, inline)?, "-q", "the queue size", MAX_QUEUE)?,
             "-b" => {
                 let v = value(&mut it, opt, inline)?;
                 bandwidth = match v {
@@ -197,7 +206,7 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
                 let v = value(&mut it, opt, inline)?;
                 sched_cpu = Some(v.parse::<usize>().with_context(|| format!("-a '{v}': give a CPU number"))?);
             }
-            "-B" => batch = parse_count(value(&mut it, opt, inline)?, "-B", "the dequeue batch limit")?,
+            "-B" => batch = parse_count(value(&mut it, opt, inline)?, "-B", "the dequeue batch limit", MAX_BATCH)?,
             "-D" => {
                 if inline.is_some_and(|v| !v.is_empty()) {
                     bail!("-D takes no value");
@@ -216,6 +225,9 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
             "--ts-limit" => {
                 let v = value(&mut it, opt, inline)?;
                 ts_limit = v.parse().with_context(|| format!("--ts-limit '{v}': give a number of records"))?;
+                if ts_limit > MAX_TS_LIMIT {
+                    bail!("--ts-limit {v}: at most {MAX_TS_LIMIT} records per client");
+                }
             }
             "--no-timestamps" => ts_limit = 0,
             "--bench" => bench = true,
@@ -648,6 +660,8 @@ mod tests {
     fn bad_input_is_refused_clearly() {
         let err = |s: &str| format!("{:#}", args(s).unwrap_err());
         assert!(err("-q 0").contains("-q"));
+        assert!(err("-q 99999999999").contains("at most"));
+        assert!(err("--ts-limit 1000000000000").contains("at most"));
         assert!(err("-t 0").contains("at least 1"));
         assert!(err("-b -5M").contains("negative"));
         assert!(err("-b 0").contains("unlimited"));
