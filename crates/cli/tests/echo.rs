@@ -90,6 +90,30 @@ fn seed_command_lines_work() {
 }
 
 #[test]
+fn ctrl_c_flushes_partial_results() {
+    let srv = Srv::start(&["echo", "--mode", "splice", "127.0.0.1:0"]);
+    let addr = format!("127.0.0.1:{}", srv.port);
+    let client = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .args(["burst", &addr, "1B", "100000000", "--settle", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough for the handler to be installed even on a loaded machine.
+    std::thread::sleep(Duration::from_millis(1500));
+    StdCommand::new("kill").args(["-INT", &client.id().to_string()]).status().unwrap();
+    let out = client.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Every RTT measured before the signal is on stdout, and the summary counts exactly those.
+    assert!(err.contains(&format!("interrupted: {lines} of 100000000 rounds done")), "{lines}: {err}");
+    assert!(err.contains("rtt_us n="), "{err}");
+    let (ok, rest) = srv.stop();
+    assert!(ok && rest.contains("1 connections"), "{rest}");
+}
+
+#[test]
 fn every_mode_through_the_cli() {
     for mode in ["naive", "iosubmit", "splice", "sockmap", "io_uring"] {
         let srv = Srv::start(&["echo", "--mode", mode, "127.0.0.1:0"]);

@@ -119,7 +119,7 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
     let n = cfg.size.len();
     let mut sbuf = vec![0u8; n];
     let mut rbuf = vec![0u8; n];
-    let mut rtt_ns = Vec::with_capacity(cfg.rounds.min(10_000_000) as usize);
+    let mut rtt_ns = Vec::with_capacity(cfg.rounds.min(1 << 20) as usize);
     let mut interrupted = false;
     let mut bytes_verified = 0u64;
     for round in 0..cfg.warmup + cfg.rounds {
