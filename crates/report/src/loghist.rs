@@ -52,8 +52,12 @@ impl LogHist {
         }
         self.counts[i] = self.counts[i].saturating_add(1);
         self.n += 1;
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
+        if x < self.min {
+            self.min = x;
+        }
+        if x > self.max {
+            self.max = x;
+        }
     }
 
     /// Adds every value of `other`.

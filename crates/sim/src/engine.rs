@@ -528,6 +528,8 @@ struct Generator<'a> {
     /// (time, packets in, qlen) at each report time.
     checks: Vec<(f64, u64, f64)>,
     arrivals_done: bool,
+    /// Time of the next arrival (infinity when there is none).
+    t_arr: f64,
     finished: bool,
     since_poll: u32,
     interrupted: bool,
@@ -558,7 +560,7 @@ impl<'a> Generator<'a> {
             Arrivals::Closed { apps } => apps.max(1),
             _ => cfg.apps.max(1),
         };
-        Generator {
+        let mut g = Generator {
             cfg,
             rng,
             src,
@@ -589,9 +591,23 @@ impl<'a> Generator<'a> {
             next_check: if cfg.checkpoints { 20_000.0 } else { f64::INFINITY },
             checks: Vec::new(),
             arrivals_done: false,
+            t_arr: 0.0,
             finished: false,
             since_poll: 0,
             interrupted: false,
+        };
+        g.t_arr = g.peek_arrival();
+        g
+    }
+
+    fn peek_arrival(&self) -> f64 {
+        if self.arrivals_done {
+            return f64::INFINITY;
+        }
+        match &self.src {
+            Source::Poisson { next, .. } => *next,
+            Source::Trace { v, i } => v.get(*i).map_or(f64::INFINITY, |a| a.time),
+            Source::Closed { ready, .. } => ready.peek().map_or(f64::INFINITY, |r| r.0 .0 .0),
         }
     }
 
@@ -617,6 +633,7 @@ impl<'a> Generator<'a> {
             let t = self.now + exp(&mut self.rng.misc, *think);
             ready.push((std::cmp::Reverse(OrdF64(t)), app));
         }
+        self.t_arr = self.peek_arrival();
     }
 
     fn take(&mut self, out: &mut Path) {
@@ -631,15 +648,7 @@ impl<'a> Generator<'a> {
             if self.finished {
                 return;
             }
-            let t_arr = if self.arrivals_done {
-                f64::INFINITY
-            } else {
-                match &self.src {
-                    Source::Poisson { next, .. } => *next,
-                    Source::Trace { v, i } => v.get(*i).map_or(f64::INFINITY, |a| a.time),
-                    Source::Closed { ready, .. } => ready.peek().map_or(f64::INFINITY, |r| r.0 .0 .0),
-                }
-            };
+            let t_arr = self.t_arr;
             let t_srv = if self.busy { self.service_end } else { f64::INFINITY };
             let t_next = t_arr.min(t_srv);
             if t_next == f64::INFINITY {
@@ -725,6 +734,10 @@ impl<'a> Generator<'a> {
         };
         let seq = self.seq_per_app[app as usize];
         self.seq_per_app[app as usize] = seq.wrapping_add(1);
+        self.t_arr = match &self.src {
+            Source::Poisson { next, .. } => *next,
+            _ => self.peek_arrival(),
+        };
         out.events.push(Event::Arrive(Msg { t, len, app, seq, class }));
         self.packets_in += u64::from(len);
         if !self.busy {
