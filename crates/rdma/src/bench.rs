@@ -705,6 +705,9 @@ mod tests {
             let srv = s.spawn(|| serve(&server_cfg, &listener, &mut io::sink(), &stop));
             let mut out = Vec::new();
             let c = run_client(&client_cfg, &mut out, &stop);
+            // A client that failed early must not leave the server waiting: stop it (a server that
+            // already said BYE has left every loop that looks at the flag).
+            stop.store(true, Ordering::Relaxed);
             (srv.join().unwrap(), c, String::from_utf8(out).unwrap())
         })
     }
