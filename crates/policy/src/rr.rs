@@ -28,16 +28,54 @@ impl<T: Copy> Pending<T> {
     }
 }
 
-/// First in, first out: a message's packets all go before the next message's (§3; listing α = 0).
+/// A line of waiting messages with its packet count: the state FIFO and RR share.
 #[derive(Debug, Clone)]
-pub struct Fifo<T> {
+struct Line<T> {
     q: VecDeque<Pending<T>>,
     packets: u64,
 }
 
+impl<T> Default for Line<T> {
+    fn default() -> Self {
+        Line { q: VecDeque::new(), packets: 0 }
+    }
+}
+
+impl<T: Copy> Line<T> {
+    #[inline(always)]
+    fn push_back(&mut self, msg: &Message<T>) -> Result<(), PolicyError> {
+        check_message(msg)?;
+        self.packets += u64::from(msg.packets);
+        self.q.push_back(Pending::of(msg));
+        Ok(())
+    }
+}
+
+/// The queries every line-based policy answers the same way.
+macro_rules! line_queries {
+    ($label:expr) => {
+        fn is_empty(&self) -> bool {
+            self.0.q.is_empty()
+        }
+        fn queued_messages(&self) -> usize {
+            self.0.q.len()
+        }
+        fn queued_packets(&self) -> u64 {
+            self.0.packets
+        }
+        fn label(&self) -> String {
+            $label.into()
+        }
+    };
+}
+
+/// First in, first out: a message's packets all go before the next message's (§3; listing α = 0).
+#[derive(Debug, Clone)]
+pub struct Fifo<T>(Line<T>);
+
 impl<T> Default for Fifo<T> {
     fn default() -> Self {
-        Fifo { q: VecDeque::new(), packets: 0 }
+        Fifo(Line::default())
     }
 }
 
@@ -51,49 +89,37 @@ impl<T: Copy> Fifo<T> {
 impl<T: Copy> Policy<T> for Fifo<T> {
     #[inline(always)]
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
-        check_message(&msg)?;
-        self.packets += u64::from(msg.packets);
-        self.q.push_back(Pending::of(&msg));
-        Ok(())
+        self.0.push_back(&msg)
     }
     #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
-        let head = self.q.front_mut()?;
+        let l = &mut self.0;
+        let head = l.q.front_mut()?;
         let p = head.take();
         if p.last {
-            self.q.pop_front();
+            l.q.pop_front();
         }
-        self.packets -= 1;
+        l.packets -= 1;
         Some(p)
     }
     #[inline]
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
+        let l = &mut self.0;
         let mut i = 0;
         while i < n {
-            let Some(head) = self.q.front_mut() else { break };
+            let Some(head) = l.q.front_mut() else { break };
             let k = (n - i).min(u64::from(head.left));
             head.left -= k as u32;
             i += k;
             if head.left == 0 {
                 done(i - 1, head.item);
-                self.q.pop_front();
+                l.q.pop_front();
             }
         }
-        self.packets -= i;
+        l.packets -= i;
         i
     }
-    fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-    fn queued_messages(&self) -> usize {
-        self.q.len()
-    }
-    fn queued_packets(&self) -> u64 {
-        self.packets
-    }
-    fn label(&self) -> String {
-        "FIFO".into()
-    }
+    line_queries!("FIFO");
 }
 
 /// Round robin over messages, one packet per turn (§4; listing α = −1).
@@ -101,14 +127,11 @@ impl<T: Copy> Policy<T> for Fifo<T> {
 /// New messages join the tail. The served message moves to the tail when its packet *starts*
 /// service, so a message arriving during that service queues behind it (the listing's `toend`).
 #[derive(Debug, Clone)]
-pub struct RoundRobin<T> {
-    q: VecDeque<Pending<T>>,
-    packets: u64,
-}
+pub struct RoundRobin<T>(Line<T>);
 
 impl<T> Default for RoundRobin<T> {
     fn default() -> Self {
-        RoundRobin { q: VecDeque::new(), packets: 0 }
+        RoundRobin(Line::default())
     }
 }
 
@@ -122,33 +145,20 @@ impl<T: Copy> RoundRobin<T> {
 impl<T: Copy> Policy<T> for RoundRobin<T> {
     #[inline(always)]
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
-        check_message(&msg)?;
-        self.packets += u64::from(msg.packets);
-        self.q.push_back(Pending::of(&msg));
-        Ok(())
+        self.0.push_back(&msg)
     }
     #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
-        let mut head = self.q.pop_front()?;
+        let l = &mut self.0;
+        let mut head = l.q.pop_front()?;
         let p = head.take();
         if !p.last {
-            self.q.push_back(head);
+            l.q.push_back(head);
         }
-        self.packets -= 1;
+        l.packets -= 1;
         Some(p)
     }
-    fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-    fn queued_messages(&self) -> usize {
-        self.q.len()
-    }
-    fn queued_packets(&self) -> u64 {
-        self.packets
-    }
-    fn label(&self) -> String {
-        "RR".into()
-    }
+    line_queries!("RR");
 }
 
 /// RR′: round robin with new messages inserted at the head (§4; listing α = −2).
