@@ -290,6 +290,13 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
     Ok(Some(Args { cfg, traffic_source, prefix, json, bench }))
 }
 
+/// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
+macro_rules! outln {
+    ($($t:tt)*) => {
+        writeln!(std::io::stdout(), $($t)*).context("writing to stdout")?
+    };
+}
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs the command; `args[0]` is the command name.
@@ -300,7 +307,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
         .collect::<Result<_>>()?;
     let Some(args) = parse_args(&argv)? else {
-        print!("{HELP}");
+        write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
         return Ok(0);
     };
     if args.bench {
@@ -316,8 +323,8 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     });
     let cfg = &args.cfg;
     let machine = MachineInfo::collect();
-    println!("{}", machine.line());
-    println!(
+    outln!("{}", machine.line());
+    outln!(
         "config: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows{}{}",
         cfg.threads,
         args.traffic_source,
@@ -333,23 +340,24 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
     );
     let r = run(cfg, &INTERRUPTED)?;
-    if r.interrupted {
-        println!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
-    }
     let report = Report::new(&args, &r, machine);
-    print!("{}", report.text());
+    // Files first, so that a closed stdout (`| head`) cannot lose them.
+    let files = if cfg.ts_limit > 0 { write_timestamps(&args.prefix, &r.clients)? } else { Vec::new() };
+    if let Some(path) = &args.json {
+        schedlab_report::export::write_json(path, &report)?;
+    }
+    if r.interrupted {
+        outln!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
+    }
+    write!(std::io::stdout(), "{}", report.text()).context("writing to stdout")?;
     if cfg.ts_limit > 0 {
-        let files = write_timestamps(&args.prefix, &r.clients)?;
         let truncated: u64 = r.clients.iter().map(|c| c.timestamps_truncated).sum();
-        println!(
+        outln!(
             "timestamps: {} ({} records{})",
             files.join(", "),
             r.clients.iter().map(|c| c.timestamps.len()).sum::<usize>(),
             if truncated > 0 { format!("; {truncated} later packets not logged, raise --ts-limit") } else { String::new() }
         );
-    }
-    if let Some(path) = &args.json {
-        schedlab_report::export::write_json(path, &report)?;
     }
     Ok(if r.interrupted { 130 } else { 0 })
 }
@@ -565,8 +573,8 @@ impl Report {
 fn bench_main(args: &Args) -> Result<i32> {
     let dur = args.cfg.duration_cap.unwrap_or(Nanos(2_000_000_000));
     let machine = MachineInfo::collect();
-    println!("{}", machine.line());
-    println!("policy cost: ns per enqueue+dequeue pair with N backlogged flows (single thread)");
+    outln!("{}", machine.line());
+    outln!("policy cost: ns per enqueue+dequeue pair with N backlogged flows (single thread)");
     let pairs = 200_000u64;
     let mut rows = Vec::new();
     for alg in crate::bench::algorithms() {
@@ -576,7 +584,7 @@ fn bench_main(args: &Args) -> Result<i32> {
             line += &format!("  {flows:>5} flows {ns:>7.1} ns");
             rows.push(serde_json::json!({"alg": alg.name(), "flows": flows, "pair_ns": ns}));
         }
-        println!("{line}");
+        outln!("{line}");
     }
     let queue = args.cfg.queue;
     // Alternate the two measurements so that both see the same machine load; report medians.
@@ -592,13 +600,13 @@ fn bench_main(args: &Args) -> Result<i32> {
         v[v.len() / 2]
     };
     let (bare, harness) = (median(&mut bares), median(&mut harnesses));
-    println!(
+    outln!(
         "throughput (1 client, rr, 60-byte packets, zero polling, unlimited link, queue {queue}; {TRIALS} alternating trials of {trial} each, medians):\n  bare ring {:.3} Mpps, harness {:.3} Mpps, ratio {:.2}",
         bare / 1e6,
         harness / 1e6,
         harness / bare
     );
-    println!(
+    outln!(
         "  trials bare ring Mpps {:?}\n  trials harness Mpps {:?}",
         bares.iter().map(|x| (x / 1e4).round() / 100.0).collect::<Vec<_>>(),
         harnesses.iter().map(|x| (x / 1e4).round() / 100.0).collect::<Vec<_>>()
