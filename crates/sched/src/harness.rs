@@ -348,11 +348,11 @@ impl RtYield {
 }
 
 #[inline]
-fn spin_until(t: u64, y: &mut RtYield) {
-    // A busy spin, as in the original.
+fn spin_until(t: u64, y: &mut RtYield, phase: &AtomicU8) {
+    // A busy spin, as in the original; a long -i must not delay the end of the run.
     loop {
         let now = now_ns();
-        if now >= t {
+        if now >= t || phase.load(Ordering::Relaxed) != RUN {
             break;
         }
         y.tick(now);
@@ -571,7 +571,7 @@ fn scheduler_thread(
             if next < now {
                 next = now;
             }
-            spin_until(next, &mut rt);
+            spin_until(next, &mut rt, &shared.phase);
         }
     }
     drop(guard);

@@ -250,3 +250,15 @@ fn fewer_flows_than_clients_is_an_error() {
     let e = run(&cfg, &AtomicBool::new(false)).unwrap_err().to_string();
     assert!(e.contains("2 flows") && e.contains("3 clients"), "{e}");
 }
+
+#[test]
+fn long_polling_intervals_do_not_delay_the_end() {
+    let _serial = serial();
+    let mut cfg = config(vec![vec![spec(100, 1_000_000, 500, 1)]], Alg::Fifo, vec![]);
+    cfg.sched_poll = Nanos(10_000_000_000);
+    cfg.client_poll = Nanos(1_000_000_000);
+    let started = std::time::Instant::now();
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
+    check_accounting(&r);
+}
