@@ -4,6 +4,12 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+/// Each run spins on every core: one at a time, so that the tests do not starve each other.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn sched(dir: &std::path::Path) -> Command {
     let mut c = Command::cargo_bin("schedlab").unwrap();
     c.current_dir(dir).arg("sched").timeout(std::time::Duration::from_secs(60));
@@ -16,6 +22,7 @@ fn write(dir: &std::path::Path, name: &str, text: &str) {
 
 #[test]
 fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
+    let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "sched.txt", "# seed example\nthread all\n1s 100M 1500 1\nthread 0\n0.2s 0\n");
     let out = sched(d.path())
@@ -67,6 +74,7 @@ fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
 
 #[test]
 fn second_seed_line_with_10t_and_pinning_and_prefix() {
+    let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "sched.txt", "1s 1G 60\n");
     let cpu = if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) > 1 { "1" } else { "0" };
@@ -85,6 +93,7 @@ fn second_seed_line_with_10t_and_pinning_and_prefix() {
 
 #[test]
 fn embedded_default_program_runs_and_says_so() {
+    let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     sched(d.path())
         .args("-t 2 -d 0.1 --no-timestamps -- -alg sf".split(' '))
@@ -97,6 +106,7 @@ fn embedded_default_program_runs_and_says_so() {
 
 #[test]
 fn distributed_mode_reports_client_scheduling() {
+    let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "t.txt", "thread all\n1s 2M 500\n");
     sched(d.path())
@@ -108,6 +118,7 @@ fn distributed_mode_reports_client_scheduling() {
 
 #[test]
 fn bad_input_fails_cleanly() {
+    let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "bad.txt", "1s 100M 64\nthread 1\n1s 1X 64\n");
     write(d.path(), "neg.txt", "1s -100M 64\n");
