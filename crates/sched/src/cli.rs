@@ -427,6 +427,7 @@ pub struct Report {
     pub scheduler_thread: Option<ThreadInfo>,
     pub scheduler_requested_cpu: Option<usize>,
     pub scheduler_pin_error: Option<String>,
+    /// Passes run by the scheduler thread (clients' passes in -D are `client_sched_passes`).
     pub scheduler_passes: u64,
     pub client_sched_passes: u64,
     pub scheduler_wakeups: u64,
@@ -491,7 +492,7 @@ impl Report {
             scheduler_thread: r.scheduler_thread.clone(),
             scheduler_requested_cpu: cfg.sched_cpu,
             scheduler_pin_error: r.sched_pin_error.clone(),
-            scheduler_passes: r.sched.passes,
+            scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
             client_sched_passes: r.client_passes,
             scheduler_wakeups: r.wakeups,
             trylock_busy: r.trylock_busy,
@@ -558,7 +559,7 @@ impl Report {
             ),
             (None, None) => "unknown".into(),
         };
-        s += &format!("scheduler: {placement}, {} passes", self.scheduler_passes);
+        s += &format!("scheduler: {placement}, {} passes by the scheduler thread", self.scheduler_passes);
         if self.distributed {
             s += &format!(
                 "; distributed: {} client passes, {} wake-ups, {} busy trylocks",
