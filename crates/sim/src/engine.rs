@@ -753,7 +753,7 @@ impl<'a> Generator<'a> {
 }
 
 /// Packet starts generated before every lane replays them (small enough to stay in cache).
-const CHUNK: usize = 1 << 14;
+const CHUNK: usize = 1 << 12;
 
 /// Runs one configuration and returns the cumulative statistics.
 ///
