@@ -17,12 +17,14 @@
 //!
 //! ## Data structure
 //! The head (the message currently being sent) is held apart from the others, which wait keyed by
-//! (priority, arrival sequence) in a sorted vector (a binary heap when the queue is long), with
-//! the message bodies in a slab. Insertion is a binary search instead of the listing's linear scan
-//! of a linked list, and sending a packet of the head is O(1).
+//! (priority, arrival sequence), with the message bodies in a slab. A newcomer that goes behind
+//! every waiting message joins a FIFO tail in O(1) (the usual case for small α, and for any α among
+//! messages of one length, §9); the others go into a sorted vector (a binary heap when long) by
+//! binary search instead of the listing's linear scan of a linked list. The next message is the
+//! better of the two fronts; sending a packet of the head is O(1).
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::rr::Pending;
 use crate::{check_message, FlowId, Message, Packet, Policy, PolicyError};
@@ -155,6 +157,21 @@ const TO_HEAP: usize = 512;
 const TO_SORTED: usize = 64;
 
 impl Rest {
+    /// The entry that goes last, when cheap to know (sorted form only).
+    #[inline(always)]
+    fn last_rank(&self) -> Option<(i64, u64)> {
+        match self {
+            Rest::Sorted(v) => v.first().map(|k| (k.key, k.seq)),
+            Rest::Heap(_) => None,
+        }
+    }
+    #[inline(always)]
+    fn next_rank(&self) -> Option<(i64, u64)> {
+        match self {
+            Rest::Sorted(v) => v.last().map(|k| (k.key, k.seq)),
+            Rest::Heap(h) => h.peek().map(|k| (k.key, k.seq)),
+        }
+    }
     #[inline]
     fn push(&mut self, k: Key) {
         match self {
@@ -189,9 +206,6 @@ impl Rest {
             Rest::Heap(h) => h.len(),
         }
     }
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
     /// Shifts every key down by `shift` (order is unchanged).
     fn shift(&mut self, shift: i64) {
         match self {
@@ -202,6 +216,56 @@ impl Rest {
                 *h = BinaryHeap::from(v);
             }
         }
+    }
+}
+
+/// The waiting messages other than the head: a FIFO `tail` of newcomers that arrived in priority
+/// order behind everything else (O(1): the usual case for small α, and for any fixed α among
+/// messages of one length, §9), and the `rest` for the others; the next message is the better of
+/// the two fronts.
+#[derive(Clone, Debug)]
+struct Waiting {
+    tail: VecDeque<Key>,
+    rest: Rest,
+}
+
+impl Waiting {
+    fn new() -> Self {
+        Waiting { tail: VecDeque::new(), rest: Rest::Sorted(Vec::new()) }
+    }
+    #[inline]
+    fn push(&mut self, k: Key) {
+        let r = (k.key, k.seq);
+        let behind_all = match self.tail.back() {
+            Some(b) => (b.key, b.seq) < r,
+            None => match self.rest.len() {
+                0 => true,
+                _ => self.rest.last_rank().is_some_and(|m| m < r),
+            },
+        };
+        if behind_all {
+            self.tail.push_back(k);
+        } else {
+            self.rest.push(k);
+        }
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<Key> {
+        match (self.tail.front(), self.rest.next_rank()) {
+            (Some(t), Some(r)) if r < (t.key, t.seq) => self.rest.pop(),
+            (Some(_), _) => self.tail.pop_front(),
+            (None, _) => self.rest.pop(),
+        }
+    }
+    fn len(&self) -> usize {
+        self.tail.len() + self.rest.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn shift(&mut self, shift: i64) {
+        self.tail.iter_mut().for_each(|k| k.key -= shift);
+        self.rest.shift(shift);
     }
 }
 
@@ -216,7 +280,7 @@ struct FlowOrder {
 pub struct AlphaSched<T> {
     cfg: AlphaConfig,
     head: Option<Key>,
-    rest: Rest,
+    rest: Waiting,
     bodies: Vec<Body<T>>,
     free: Vec<u32>,
     /// Clock value that triggers renormalisation, in fixed point.
@@ -237,7 +301,7 @@ impl<T: Copy> AlphaSched<T> {
         AlphaSched {
             cfg,
             head: None,
-            rest: Rest::Sorted(Vec::new()),
+            rest: Waiting::new(),
             bodies: Vec::new(),
             free: Vec::new(),
             renorm_fx: (cfg.renormalize_at.min(1 << 40) as i64).saturating_mul(ONE),
