@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{esc, fmt_tick, nice_ticks, PALETTE};
+use super::{esc, nice_ticks, svg_open, y_grid, PALETTE};
 
 /// One candle: the seed's `name, med, dev, min, max` row.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,23 +102,8 @@ impl CandleChart {
         let slot = cw / (ns + 1.0);
         let bw = (slot * 0.7).min(40.0);
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="DejaVu Sans, sans-serif" font-size="13">"#
-        );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(s, r#"<text x="{}" y="24" text-anchor="middle" font-size="18">{}</text>"#, w / 2.0, esc(&self.title));
-        for &t in &ticks {
-            let y = py(t);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                w - mr,
-                ml - 6.0,
-                y + 4.0,
-                fmt_tick(t)
-            );
-        }
+        svg_open(&mut s, w, h, "DejaVu Sans, sans-serif", 13, &self.title, 24.0, 18);
+        y_grid(&mut s, &ticks, py, ml, w - mr);
         let _ = writeln!(s, r##"<rect x="{ml}" y="{mt}" width="{:.1}" height="{:.1}" fill="none" stroke="#333"/>"##, w - ml - mr, h - mt - mb);
         let _ = writeln!(
             s,

@@ -55,6 +55,31 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// Opens an SVG document: white background and a centred title.
+#[allow(clippy::too_many_arguments)]
+pub fn svg_open(s: &mut String, w: f64, h: f64, font: &str, font_size: u32, title: &str, title_y: f64, title_size: u32) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{font}" font-size="{font_size}">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(s, r#"<text x="{}" y="{title_y}" text-anchor="middle" font-size="{title_size}">{}</text>"#, w / 2.0, esc(title));
+}
+
+/// Horizontal grid lines with their labels at the left margin, one per tick.
+pub fn y_grid(s: &mut String, ticks: &[f64], py: impl Fn(f64) -> f64, left: f64, right: f64) {
+    for &t in ticks {
+        let y = py(t);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            left - 6.0,
+            y + 4.0,
+            fmt_tick(t)
+        );
+    }
+}
+
 /// A named series of (x, y) points.
 #[derive(Clone, Debug)]
 pub struct Series {
@@ -126,23 +151,8 @@ impl LineChart {
         let px = |x: f64| ml + (x - x0) / (x1 - x0) * (w - ml - mr);
         let py = |y: f64| h - mb - (y - y0) / (y1 - y0) * (h - mt - mb);
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(s, r#"<text x="{}" y="22" text-anchor="middle" font-size="16">{}</text>"#, w / 2.0, esc(&self.title));
-        for &t in &yt {
-            let y = py(t);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                w - mr,
-                ml - 6.0,
-                y + 4.0,
-                fmt_tick(t)
-            );
-        }
+        svg_open(&mut s, w, h, "sans-serif", 12, &self.title, 22.0, 16);
+        y_grid(&mut s, &yt, py, ml, w - mr);
         for &t in &xt {
             let x = px(t);
             let _ = writeln!(
