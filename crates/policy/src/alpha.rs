@@ -27,7 +27,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::rr::Pending;
-use crate::{check_message, FlowId, Message, Packet, Policy, PolicyError};
+use crate::{check_message, Message, Packet, Policy, PolicyError};
 
 /// Largest finite α accepted. Larger values behave as shortest-first in any realistic run; use
 /// [`AlphaConfig::shortest_first`] for α = ∞.
@@ -486,10 +486,6 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         }
     }
 }
-
-/// Flow ids are not needed by the plain strategies; this keeps `FlowId` referenced in docs.
-#[allow(dead_code)]
-type _Flow = FlowId;
 
 #[cfg(test)]
 mod tests {

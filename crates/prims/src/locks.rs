@@ -144,7 +144,7 @@ pub(crate) struct Sem(LibcCell<libc::sem_t>);
 impl Sem {
     /// A semaphore with initial `value`.
     pub(crate) fn new(value: u32) -> Result<Sem, PrimsError> {
-        // SAFETY: sem_t is plain data; zeroed is a valid placeholder until sem_init below.
+        // SAFETY: sem_t is plain data; all-zero bytes are a valid initial value until sem_init below.
         let sem = LibcCell::new(unsafe { std::mem::zeroed::<libc::sem_t>() });
         // SAFETY: the pointer is valid, stable and exclusively ours; pshared 0 (threads of one process).
         if unsafe { libc::sem_init(sem.ptr(), 0, value) } != 0 {
