@@ -285,6 +285,45 @@ impl<T: Copy> Qfq<T> {
     }
 }
 
+impl<T: Copy> Qfq<T> {
+    /// The eligible group to serve and its front class.
+    ///
+    /// A packet longer than its flow's MAXLEN makes the bucket index overflow the group's slots
+    /// (it is clamped), which can leave an eligible group whose buckets are empty while one of
+    /// its classes still holds packets. That class is put back into the front bucket (lowest
+    /// start first) instead of indexing an empty bucket.
+    fn next_group_and_class(&mut self) -> (usize, usize) {
+        loop {
+            if self.bitmaps[ER] == 0 {
+                self.make_something_eligible();
+            }
+            let g = self.bitmaps[ER].trailing_zeros() as usize;
+            let front = self.groups[g].slots[self.groups[g].front];
+            if front != NONE {
+                return (g, front as usize);
+            }
+            if let Some(c) = self.slot_scan(g) {
+                if c != NONE as usize {
+                    return (g, c);
+                }
+            }
+            let lost = (0..self.classes.len())
+                .filter(|&k| self.classes[k].grp == g && !self.classes[k].q.msgs.is_empty())
+                .min_by_key(|&k| self.classes[k].s.wrapping_sub(self.v) as i64);
+            match lost {
+                Some(c) => {
+                    let grp = &mut self.groups[g];
+                    self.classes[c].next = NONE;
+                    grp.slots[grp.front] = c as u32;
+                    grp.full_slots |= 1;
+                    return (g, c);
+                }
+                None => self.bitmaps[ER] &= !(1 << g),
+            }
+        }
+    }
+}
+
 impl<T: Copy> Policy<T> for Qfq<T> {
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
         let c = flow_index(&msg, self.classes.len())?;
@@ -332,11 +371,7 @@ impl<T: Copy> Policy<T> for Qfq<T> {
         if self.packets == 0 {
             return None;
         }
-        if self.bitmaps[ER] == 0 {
-            self.make_something_eligible();
-        }
-        let g = self.bitmaps[ER].trailing_zeros() as usize;
-        let c = self.groups[g].slots[self.groups[g].front] as usize;
+        let (g, c) = self.next_group_and_class();
         let p = self.classes[c].q.take();
         if p.last {
             self.messages -= 1;
@@ -376,6 +411,35 @@ impl<T: Copy> Policy<T> for Qfq<T> {
 mod tests {
     use super::*;
     use crate::testutil::drain;
+
+    #[test]
+    fn regression_empty_front_slot_in_an_eligible_group() {
+        // Found by drr::flow_props in CI: the eligible group's front slot was empty.
+        let w = [(17, 1089), (9, 577), (10, 321), (19, 1217), (7, 225)];
+        let flows: Vec<FlowWeight> = w.iter().map(|&(a, b)| FlowWeight::new(a, b)).collect();
+        let mut q = Qfq::new(&flows);
+        // (flow, packets, bytes) or None for a dequeue.
+        let ops: [Option<(u32, u32, u32)>; 27] = [
+            Some((0, 1, 1)), Some((0, 2, 1)), Some((0, 1, 919)), None, None, None, None,
+            Some((0, 2, 1255)), None, Some((2, 1, 816)), Some((1, 1, 1)), Some((0, 1, 1)),
+            Some((3, 2, 570)), Some((4, 2, 1206)), Some((0, 1, 1)), None, None, Some((2, 1, 334)),
+            None, None, Some((0, 1, 1)), Some((0, 1, 1)), Some((1, 1, 1057)), None, Some((0, 1, 1)),
+            None, Some((0, 1, 1)),
+        ];
+        let mut sent = 0u64;
+        let mut total = 0u64;
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                Some((f, n, b)) => {
+                    q.enqueue(Message::new(i, *f, *n).with_bytes(*b)).unwrap();
+                    total += u64::from(*n);
+                }
+                None => sent += u64::from(q.dequeue().is_some()),
+            }
+        }
+        sent += drain(&mut q).len() as u64;
+        assert_eq!(sent, total);
+    }
 
     #[test]
     fn group_index_is_log2_of_slot_size() {
