@@ -6,7 +6,7 @@
 //! on one sample path (common random numbers), exactly as the report's CSIM program (§16) did.
 //!
 //! Layers: [`model`] (validated inputs: length distributions, strategies, traces),
-//! [`engine`] (the event loop and statistics), [`output`] (the report's tables, `>>` lines, JSON,
+//! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`output`] (the report's tables, `>>` lines, JSON,
 //! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`] (throughput benchmark), [`cli`] (`schedlab sim`).
 //!
 //! Time is measured in *time units*: the mean packet service time (field suffix `_tu`).
@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod cli;
 pub mod engine;
+pub mod expo;
 pub mod model;
 pub mod output;
 pub mod plot;
