@@ -34,6 +34,7 @@ pub mod alpha;
 pub mod any;
 pub mod drr;
 pub mod qfq;
+mod ring;
 pub mod rr;
 pub mod wf2qp;
 

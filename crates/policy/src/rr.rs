@@ -3,8 +3,7 @@
 //! All three keep plain ring buffers, so each operation is O(1); the §16 listing's sorted linked
 //! list with integer priorities degenerates to exactly these orders (see the module tests).
 
-use std::collections::VecDeque;
-
+use crate::ring::Ring;
 use crate::{check_message, FlowId, Message, Packet, Policy, PolicyError};
 
 /// A message still waiting, with its unsent packet count.
@@ -31,13 +30,13 @@ impl<T: Copy> Pending<T> {
 /// A line of waiting messages with its packet count: the state FIFO and RR share.
 #[derive(Debug, Clone)]
 struct Line<T> {
-    q: VecDeque<Pending<T>>,
+    q: Ring<Pending<T>>,
     packets: u64,
 }
 
-impl<T> Default for Line<T> {
+impl<T: Copy> Default for Line<T> {
     fn default() -> Self {
-        Line { q: VecDeque::new(), packets: 0 }
+        Line { q: Ring::default(), packets: 0 }
     }
 }
 
@@ -73,7 +72,7 @@ macro_rules! line_queries {
 #[derive(Debug, Clone)]
 pub struct Fifo<T>(Line<T>);
 
-impl<T> Default for Fifo<T> {
+impl<T: Copy> Default for Fifo<T> {
     fn default() -> Self {
         Fifo(Line::default())
     }
@@ -129,7 +128,7 @@ impl<T: Copy> Policy<T> for Fifo<T> {
 #[derive(Debug, Clone)]
 pub struct RoundRobin<T>(Line<T>);
 
-impl<T> Default for RoundRobin<T> {
+impl<T: Copy> Default for RoundRobin<T> {
     fn default() -> Self {
         RoundRobin(Line::default())
     }
@@ -150,13 +149,31 @@ impl<T: Copy> Policy<T> for RoundRobin<T> {
     #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
         let l = &mut self.0;
-        let mut head = l.q.pop_front()?;
-        let p = head.take();
-        if !p.last {
-            l.q.push_back(head);
-        }
+        let head = l.q.rotate_front(|h| {
+            h.left -= 1;
+            h.left > 0
+        })?;
         l.packets -= 1;
-        Some(p)
+        Some(Packet { item: head.item, flow: head.flow, bytes: head.bytes, last: head.left == 0 })
+    }
+    #[inline]
+    fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
+        let l = &mut self.0;
+        let mut i = 0;
+        while i < n {
+            let Some(h) = l.q.rotate_front(|h| {
+                h.left -= 1;
+                h.left > 0
+            }) else {
+                break;
+            };
+            if h.left == 0 {
+                done(i, h.item);
+            }
+            i += 1;
+        }
+        l.packets -= i;
+        i
     }
     line_queries!("RR");
 }
@@ -167,14 +184,14 @@ impl<T: Copy> Policy<T> for RoundRobin<T> {
 /// not yet served, so new messages form a FIFO block at the front of the ring.
 #[derive(Debug, Clone)]
 pub struct RoundRobinHead<T> {
-    fresh: VecDeque<Pending<T>>,
-    ring: VecDeque<Pending<T>>,
+    fresh: Ring<Pending<T>>,
+    ring: Ring<Pending<T>>,
     packets: u64,
 }
 
-impl<T> Default for RoundRobinHead<T> {
+impl<T: Copy> Default for RoundRobinHead<T> {
     fn default() -> Self {
-        RoundRobinHead { fresh: VecDeque::new(), ring: VecDeque::new(), packets: 0 }
+        RoundRobinHead { fresh: Ring::default(), ring: Ring::default(), packets: 0 }
     }
 }
 
@@ -205,6 +222,35 @@ impl<T: Copy> Policy<T> for RoundRobinHead<T> {
         }
         self.packets -= 1;
         Some(p)
+    }
+    #[inline]
+    fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
+        let mut i = 0;
+        // New messages first, each once, in arrival order; then the ring rotates.
+        while i < n {
+            let Some(mut h) = self.fresh.pop_front() else { break };
+            h.left -= 1;
+            if h.left > 0 {
+                self.ring.push_back(h);
+            } else {
+                done(i, h.item);
+            }
+            i += 1;
+        }
+        while i < n {
+            let Some(h) = self.ring.rotate_front(|h| {
+                h.left -= 1;
+                h.left > 0
+            }) else {
+                break;
+            };
+            if h.left == 0 {
+                done(i, h.item);
+            }
+            i += 1;
+        }
+        self.packets -= i;
+        i
     }
     fn is_empty(&self) -> bool {
         self.fresh.is_empty() && self.ring.is_empty()

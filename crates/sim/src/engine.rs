@@ -238,43 +238,50 @@ pub fn ci95(bmeans: &[f64]) -> f64 {
     t975(b - 1) * (var / b as f64).sqrt()
 }
 
-/// One event of the shared sample path, as every lane sees it.
-#[derive(Clone, Copy, Debug)]
-enum Event {
+/// What happens at one step of the shared sample path, as every lane sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
     /// A message arrives.
-    Arrive(Msg),
-    /// The server starts `n` packets in a row, one from every queue each time, with no arrival in
-    /// between; their start times are `times[first..first + n]`.
-    Takes { first: u32, n: u32 },
+    Arrive,
     /// A batch boundary (batch means).
     Batch,
     /// A listing report time.
     Check,
+    /// The end of a chunk (serves the packet starts after the last other step).
+    End,
 }
 
-/// A chunk of the sample path: events plus the start times of the packets they take.
+/// One step of the shared sample path. Packet starts are not steps of their own: `before` says
+/// how many of the chunk's packet starts (`Path::times`) come before this step, so a lane serves
+/// the starts between two steps in one bulk `dequeue_many` and dispatches once per message.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    msg: Msg,
+    before: u32,
+    kind: Kind,
+}
+
+/// A chunk of the sample path: steps plus the start times of the packets taken.
 #[derive(Default)]
 struct Path {
-    events: Vec<Event>,
+    steps: Vec<Step>,
     times: Vec<f64>,
 }
 
+const NO_MSG: Msg = Msg { t: 0.0, len: 0, app: 0, seq: 0, class: 0 };
+
 impl Path {
     fn clear(&mut self) {
-        self.events.clear();
+        self.steps.clear();
         self.times.clear();
     }
-    #[inline]
+    #[inline(always)]
+    fn push(&mut self, kind: Kind, msg: Msg) {
+        self.steps.push(Step { msg, before: self.times.len() as u32, kind });
+    }
+    #[inline(always)]
     fn take(&mut self, t: f64) {
-        let i = self.times.len() as u32;
         self.times.push(t);
-        if let Some(Event::Takes { first, n }) = self.events.last_mut() {
-            if *first + *n == i {
-                *n += 1;
-                return;
-            }
-        }
-        self.events.push(Event::Takes { first: i, n: 1 });
     }
 }
 
@@ -415,6 +422,16 @@ impl LaneStats {
         o
     }
 
+    #[cold]
+    fn event(&mut self, kind: Kind) {
+        match kind {
+            Kind::Batch => self.close_batch(),
+            Kind::Check => self.check(),
+            Kind::End => {}
+            Kind::Arrive => unreachable!("arrivals are handled inline"),
+        }
+    }
+
     fn check(&mut self) {
         let lens = self.by_len.iter().filter(|a| a.n > 0).map(Acc::mean).collect();
         let all = self.overall().mean();
@@ -427,30 +444,39 @@ impl LaneStats {
 #[inline(never)]
 fn replay<P: Policy<Msg>>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
     let collect = delivered.capacity() > 0;
-    for ev in &path.events {
-        match *ev {
-            Event::Takes { first, n } => {
-                let times = &path.times[first as usize..(first + n) as usize];
-                let got = p.dequeue_many(u64::from(n), &mut |i, m: Msg| {
-                    st.delivered(m, times[i as usize]);
-                    if collect {
-                        delivered.push(m.app);
-                    }
-                });
-                debug_assert_eq!(got, u64::from(n), "lock step: every queue is busy together");
-                st.packets_out += got;
+    let mut served = 0;
+    for s in &path.steps {
+        let upto = s.before as usize;
+        if upto > served {
+            serve(p, st, &path.times[served..upto], collect, delivered);
+            served = upto;
+        }
+        if s.kind == Kind::Arrive {
+            let m = s.msg;
+            let mut msg = Message::new(m, m.app, m.len);
+            if let Some(a) = st.class_alpha.get(m.class as usize) {
+                msg.alpha = Some(*a);
             }
-            Event::Arrive(m) => {
-                let mut msg = Message::new(m, m.app, m.len);
-                if let Some(a) = st.class_alpha.get(m.class as usize) {
-                    msg.alpha = Some(*a);
-                }
-                p.enqueue(msg).expect("validated message");
-            }
-            Event::Batch => st.close_batch(),
-            Event::Check => st.check(),
+            p.enqueue(msg).expect("validated message");
+        } else {
+            st.event(s.kind);
         }
     }
+    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
+}
+
+/// The packet starts at `times`, in a row with no arrival between them: every queue sends one
+/// packet at each. (Called from one place so that the policy's bulk dequeue is inlined.)
+#[inline(always)]
+fn serve<P: Policy<Msg>>(p: &mut P, st: &mut LaneStats, times: &[f64], collect: bool, delivered: &mut Vec<u32>) {
+    let got = p.dequeue_many(times.len() as u64, &mut |i, m: Msg| {
+        st.delivered(m, times[i as usize]);
+        if collect {
+            delivered.push(m.app);
+        }
+    });
+    debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+    st.packets_out += got;
 }
 
 /// Shared progress and cancellation for a run.
@@ -663,7 +689,7 @@ impl<'a> Generator<'a> {
                 } else {
                     self.now = self.next_check;
                     self.checks.push((self.now, self.packets_in, self.qlen()));
-                    out.events.push(Event::Check);
+                    out.push(Kind::Check, NO_MSG);
                     self.stat_delay *= 1.1;
                     self.next_check += self.stat_delay;
                     return;
@@ -711,7 +737,7 @@ impl<'a> Generator<'a> {
             } else {
                 self.now = self.next_check;
                 self.checks.push((self.now, self.packets_in, self.qlen()));
-                out.events.push(Event::Check);
+                out.push(Kind::Check, NO_MSG);
                 self.stat_delay *= 1.1;
                 self.next_check += self.stat_delay;
             }
@@ -725,16 +751,6 @@ impl<'a> Generator<'a> {
         let Source::Poisson { mean_gap, next } = self.src else { unreachable!("Poisson source") };
         debug_assert!(self.apps == 1 && self.class_cum.is_empty());
         let mut t_arr = next;
-        // Packet starts since the last other event: appended as one `Takes` before the next event.
-        let mut run_first = out.times.len() as u32;
-        macro_rules! flush {
-            () => {
-                let n = out.times.len() as u32 - run_first;
-                if n > 0 {
-                    out.events.push(Event::Takes { first: run_first, n });
-                }
-            };
-        }
         macro_rules! take {
             ($t:expr) => {
                 self.packets_out += 1;
@@ -746,12 +762,8 @@ impl<'a> Generator<'a> {
             if self.busy && self.service_end < t_arr {
                 // A service period ends: start the next packet of every queue, if any.
                 let t = self.service_end;
-                if t >= self.next_check {
-                    flush!();
+                if t >= self.next_sample || t >= self.next_check {
                     self.observe(t, out);
-                    run_first = out.times.len() as u32;
-                } else if t >= self.next_sample {
-                    self.observe(t, out); // samples only: no event, the run of takes goes on
                 }
                 self.now = t;
                 if self.packets_in > self.packets_out {
@@ -762,7 +774,6 @@ impl<'a> Generator<'a> {
                 continue;
             }
             let t = t_arr;
-            flush!();
             if t >= self.next_sample || t >= self.next_check {
                 self.observe(t, out);
             }
@@ -772,21 +783,16 @@ impl<'a> Generator<'a> {
             t_arr = t + mean_gap * self.zig.sample(&mut self.rng.arrival);
             let seq = self.seq_per_app[0];
             self.seq_per_app[0] = seq.wrapping_add(1);
-            out.events.push(Event::Arrive(Msg { t, len, app: 0, seq, class: 0 }));
+            out.push(Kind::Arrive, Msg { t, len, app: 0, seq, class: 0 });
             self.packets_in += u64::from(len);
-            run_first = out.times.len() as u32;
             if !self.busy {
                 self.busy = true;
                 take!(t);
             }
-            if self.packets_in >= self.next_batch {
-                flush!();
-                while self.packets_in >= self.next_batch {
-                    out.events.push(Event::Batch);
-                    self.close_qbatch();
-                    self.next_batch += self.batch;
-                }
-                run_first = out.times.len() as u32;
+            while self.packets_in >= self.next_batch {
+                out.push(Kind::Batch, NO_MSG);
+                self.close_qbatch();
+                self.next_batch += self.batch;
             }
             if self.packets_in >= self.target {
                 self.finished = true;
@@ -801,7 +807,6 @@ impl<'a> Generator<'a> {
                 }
             }
         }
-        flush!();
         self.src = Source::Poisson { mean_gap, next: t_arr };
         self.t_arr = t_arr;
     }
@@ -844,14 +849,14 @@ impl<'a> Generator<'a> {
             Source::Poisson { next, .. } => *next,
             _ => self.peek_arrival(),
         };
-        out.events.push(Event::Arrive(Msg { t, len, app, seq, class }));
+        out.push(Kind::Arrive, Msg { t, len, app, seq, class });
         self.packets_in += u64::from(len);
         if !self.busy {
             self.busy = true;
             self.take(out);
         }
         while self.packets_in >= self.next_batch {
-            out.events.push(Event::Batch);
+            out.push(Kind::Batch, NO_MSG);
             self.close_qbatch();
             self.next_batch += self.batch;
         }
@@ -881,13 +886,15 @@ pub fn run(cfg: &SimConfig, ctl: &Control) -> RunResult {
             while !gen.finished {
                 buf.clear();
                 gen.step(&mut buf, ctl);
+                buf.push(Kind::End, NO_MSG);
                 lane.replay(&buf, &mut delivered);
                 for app in delivered.drain(..) {
                     gen.delivered(app);
                 }
             }
             buf.clear();
-            buf.events.push(Event::Batch);
+            buf.push(Kind::Batch, NO_MSG);
+            buf.push(Kind::End, NO_MSG);
             gen.close_qbatch();
             lane.replay(&buf, &mut delivered);
             // Each strategy had its own path, so qlen is that strategy's own.
@@ -919,9 +926,10 @@ pub fn run(cfg: &SimConfig, ctl: &Control) -> RunResult {
             }
         }
         if gen.finished {
-            buf.events.push(Event::Batch);
+            buf.push(Kind::Batch, NO_MSG);
             gen.close_qbatch();
         }
+        buf.push(Kind::End, NO_MSG);
         for lane in &mut lanes {
             lane.replay(&buf, &mut none);
         }

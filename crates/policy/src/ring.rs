@@ -1,0 +1,154 @@
+//! [`Ring`]: a growable ring buffer with one extra trick, [`Ring::rotate_front`], which serves the
+//! front element and puts it back at the tail in place. Round robin does that once per packet, so
+//! it is the hottest operation of the round-robin policies (§4 of the report).
+//!
+//! Safe code only: the storage is a `Vec<E>` whose length is a power of two, kept full of valid
+//! (possibly stale) copies, so no slot is ever uninitialised. Indices run freely and are masked.
+
+/// A FIFO ring of `Copy` elements.
+#[derive(Clone, Debug)]
+pub(crate) struct Ring<E> {
+    buf: Vec<E>,
+    /// Index of the front element (unmasked).
+    head: usize,
+    /// One past the back element (unmasked); `tail - head` is the length.
+    tail: usize,
+}
+
+impl<E> Default for Ring<E> {
+    fn default() -> Self {
+        Ring { buf: Vec::new(), head: 0, tail: 0 }
+    }
+}
+
+impl<E: Copy> Ring<E> {
+    #[inline(always)]
+    fn mask(&self) -> usize {
+        self.buf.len().wrapping_sub(1)
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.tail.wrapping_sub(self.head)
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.head == self.tail
+    }
+
+    #[inline(always)]
+    pub fn push_back(&mut self, e: E) {
+        if self.len() == self.buf.len() {
+            self.grow(e);
+        }
+        let m = self.mask();
+        self.buf[self.tail & m] = e;
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    #[cold]
+    fn grow(&mut self, fill: E) {
+        let cap = (self.buf.len() * 2).max(8);
+        let mut v = vec![fill; cap];
+        let m = self.mask();
+        for (k, slot) in v.iter_mut().enumerate().take(self.len()) {
+            *slot = self.buf[self.head.wrapping_add(k) & m];
+        }
+        self.tail = self.len();
+        self.head = 0;
+        self.buf = v;
+    }
+
+    #[inline(always)]
+    pub fn front_mut(&mut self) -> Option<&mut E> {
+        if self.is_empty() {
+            return None;
+        }
+        let m = self.mask();
+        Some(&mut self.buf[self.head & m])
+    }
+
+    #[inline(always)]
+    pub fn pop_front(&mut self) -> Option<E> {
+        if self.is_empty() {
+            return None;
+        }
+        let e = self.buf[self.head & self.mask()];
+        self.head = self.head.wrapping_add(1);
+        Some(e)
+    }
+
+    /// Applies `serve` to the front element; if it returns true the element moves to the back,
+    /// otherwise it leaves the ring. Returns the element as served. Branch-free apart from `serve`:
+    /// the element is always written to the tail slot (which is the slot it came from when the
+    /// ring is full) and the tail advances only when it stays.
+    #[inline(always)]
+    pub fn rotate_front(&mut self, serve: impl FnOnce(&mut E) -> bool) -> Option<E> {
+        if self.is_empty() {
+            return None;
+        }
+        let m = self.mask();
+        let mut e = self.buf[self.head & m];
+        self.head = self.head.wrapping_add(1);
+        let stays = serve(&mut e);
+        self.buf[self.tail & m] = e;
+        self.tail = self.tail.wrapping_add(usize::from(stays));
+        Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    #[test]
+    fn behaves_like_a_vecdeque() {
+        // A deterministic mix of pushes, pops and rotations checked against VecDeque.
+        let mut r: Ring<u32> = Ring::default();
+        let mut d: VecDeque<u32> = VecDeque::new();
+        let mut s = 7u64;
+        for i in 0..200_000u32 {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            match (s >> 60) % 4 {
+                0 | 1 => {
+                    r.push_back(i);
+                    d.push_back(i);
+                }
+                2 => assert_eq!(r.pop_front(), d.pop_front()),
+                _ => {
+                    let keep = (s >> 40) & 1 == 0;
+                    let got = r.rotate_front(|e| {
+                        *e += 1;
+                        keep
+                    });
+                    let want = d.pop_front().map(|e| e + 1);
+                    if let (Some(e), true) = (want, keep) {
+                        d.push_back(e);
+                    }
+                    assert_eq!(got, want);
+                }
+            }
+            assert_eq!(r.len(), d.len());
+            assert_eq!(r.front_mut().copied(), d.front().copied());
+        }
+    }
+
+    #[test]
+    fn rotating_a_full_ring_keeps_every_element() {
+        let mut r: Ring<u32> = Ring::default();
+        for i in 0..8 {
+            r.push_back(i);
+        }
+        assert_eq!(r.len(), r.buf.len(), "full");
+        for _ in 0..20 {
+            r.rotate_front(|_| true);
+        }
+        let mut out = Vec::new();
+        while let Some(e) = r.pop_front() {
+            out.push(e);
+        }
+        assert_eq!(out, vec![4, 5, 6, 7, 0, 1, 2, 3]);
+    }
+}
