@@ -17,11 +17,14 @@
 //!
 //! ## Data structure
 //! The head (the message currently being sent) is held apart from the others, which wait keyed by
-//! (priority, arrival sequence), with the message bodies in a slab. A newcomer that goes behind
-//! every waiting message joins a FIFO tail in O(1) (the usual case for small α, and for any α among
-//! messages of one length, §9); the others go into a sorted vector (a binary heap when long) by
-//! binary search instead of the listing's linear scan of a linked list. The next message is the
-//! better of the two fronts; sending a packet of the head is O(1).
+//! (priority, arrival sequence), with the message bodies in a slab. With the policy's own fixed α
+//! (or SF), messages of one length enter in priority order, so each length is a FIFO
+//! ([`Classes`]: O(1) push, the next message is the best of at most eight fronts, compared without
+//! branches). Everything else (preempted heads, per-message α, tracking α, §11 ordering, a ninth
+//! length) goes to a FIFO tail when it is behind every waiting message, otherwise into a sorted
+//! vector (a binary heap when long) by binary search instead of the listing's linear scan of a
+//! linked list. The next message is the best of the three fronts; sending packets of the head is
+//! O(1), and a run of packet starts with no arrival costs O(messages completed).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -219,6 +222,107 @@ impl Rest {
     }
 }
 
+/// Rank of a key as one integer: (priority, arrival) in lexicographic order, lowest served first.
+#[inline(always)]
+fn rank(k: &Key) -> u128 {
+    (u128::from((k.key as u64) ^ (1 << 63)) << 64) | u128::from(k.seq)
+}
+
+/// Classes a lane keeps apart (message lengths seen first get one; later lengths use `Rest`).
+const MAX_CLASSES: usize = 8;
+/// Longest message length that can have a class.
+const MAX_CLASS_LEN: u32 = 1 << 12;
+
+/// Newcomers with the policy's own α, one FIFO per message length.
+///
+/// With a fixed α a newcomer's priority is `clock + α·l`, and the clock never goes back, so the
+/// messages of one length enter in priority order and leave in arrival order: each length is a
+/// FIFO, pushing is O(1), and the next message is the best of at most [`MAX_CLASSES`] fronts, whose
+/// ranks are cached in one small array and compared without branches. (§9 of the report makes the
+/// same observation: among messages of one length alpha scheduling is FIFO.) A head that is
+/// preempted has a smaller priority than its length implies and goes to the general structure.
+#[derive(Clone, Debug)]
+struct Classes {
+    /// Message length → class index + 1 (0: no class yet).
+    of_len: Vec<u8>,
+    queues: Vec<VecDeque<Key>>,
+    /// Rank of each class's front, `u128::MAX` when empty (also for unused classes).
+    fronts: [u128; MAX_CLASSES],
+    len: usize,
+}
+
+impl Classes {
+    fn new() -> Self {
+        Classes { of_len: Vec::new(), queues: Vec::new(), fronts: [u128::MAX; MAX_CLASSES], len: 0 }
+    }
+
+    /// The class of messages of `packets` packets, created on first sight while there is room.
+    #[inline(always)]
+    fn class_of(&mut self, packets: u32) -> Option<usize> {
+        match self.of_len.get(packets as usize) {
+            Some(&c) if c > 0 => Some(usize::from(c - 1)),
+            _ => self.new_class(packets),
+        }
+    }
+
+    #[cold]
+    fn new_class(&mut self, packets: u32) -> Option<usize> {
+        if packets > MAX_CLASS_LEN || self.queues.len() == MAX_CLASSES {
+            return None;
+        }
+        if self.of_len.len() <= packets as usize {
+            self.of_len.resize(packets as usize + 1, 0);
+        }
+        self.queues.push(VecDeque::new());
+        self.of_len[packets as usize] = self.queues.len() as u8;
+        Some(self.queues.len() - 1)
+    }
+
+    #[inline(always)]
+    fn push(&mut self, c: usize, k: Key) {
+        // Ranks grow within a class, so the front changes only when the class was empty.
+        self.fronts[c] = self.fronts[c].min(rank(&k));
+        self.queues[c].push_back(k);
+        self.len += 1;
+    }
+
+    /// The class with the best front and that front's rank (`u128::MAX` when all are empty).
+    #[inline(always)]
+    fn best(&self) -> (usize, u128) {
+        // Every step is a conditional move, not a branch: which class is best is unpredictable.
+        // The rank is split in halves to fit general registers. (The trip count, the number of
+        // classes in use, settles after the first few messages, so the loop exit predicts well.)
+        let f = &self.fronts[..self.queues.len().max(1)];
+        let mut best = 0;
+        let (mut hi, mut lo) = ((f[0] >> 64) as u64, f[0] as u64);
+        for (c, &x) in f.iter().enumerate().skip(1) {
+            let (xh, xl) = ((x >> 64) as u64, x as u64);
+            let better = (xh < hi) | ((xh == hi) & (xl < lo));
+            best = std::hint::select_unpredictable(better, c, best);
+            hi = std::hint::select_unpredictable(better, xh, hi);
+            lo = std::hint::select_unpredictable(better, xl, lo);
+        }
+        (best, (u128::from(hi) << 64) | u128::from(lo))
+    }
+
+    /// Takes the front of class `c` (which is not empty).
+    #[inline(always)]
+    fn pop(&mut self, c: usize) -> Key {
+        let q = &mut self.queues[c];
+        let k = q.pop_front().expect("the best class is not empty");
+        self.fronts[c] = q.front().map_or(u128::MAX, rank);
+        self.len -= 1;
+        k
+    }
+
+    fn shift(&mut self, shift: i64) {
+        for (c, q) in self.queues.iter_mut().enumerate() {
+            q.iter_mut().for_each(|k| k.key -= shift);
+            self.fronts[c] = q.front().map_or(u128::MAX, rank);
+        }
+    }
+}
+
 /// The waiting messages other than the head: a FIFO `tail` of newcomers that arrived in priority
 /// order behind everything else (O(1): the usual case for small α, and for any fixed α among
 /// messages of one length, §9), and the `rest` for the others; the next message is the better of
@@ -227,11 +331,12 @@ impl Rest {
 struct Waiting {
     tail: VecDeque<Key>,
     rest: Rest,
+    classes: Classes,
 }
 
 impl Waiting {
     fn new() -> Self {
-        Waiting { tail: VecDeque::new(), rest: Rest::Sorted(Vec::new()) }
+        Waiting { tail: VecDeque::new(), rest: Rest::Sorted(Vec::new()), classes: Classes::new() }
     }
     #[inline]
     fn push(&mut self, k: Key) {
@@ -249,16 +354,29 @@ impl Waiting {
             self.rest.push(k);
         }
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<Key> {
-        match (self.tail.front(), self.rest.next_rank()) {
-            (Some(t), Some(r)) if r < (t.key, t.seq) => self.rest.pop(),
-            (Some(_), _) => self.tail.pop_front(),
-            (None, _) => self.rest.pop(),
+        let (c, best) = self.classes.best();
+        if self.tail.is_empty() && self.rest.len() == 0 {
+            return (best != u128::MAX).then(|| self.classes.pop(c));
+        }
+        self.pop_general(c, best)
+    }
+
+    /// `pop` when preempted heads or messages without a class wait too.
+    fn pop_general(&mut self, c: usize, best: u128) -> Option<Key> {
+        let tail = self.tail.front().map_or(u128::MAX, rank);
+        let rest = self.rest.next_rank().map_or(u128::MAX, |(key, seq)| rank(&Key { key, seq, slot: 0 }));
+        if best < tail && best < rest {
+            Some(self.classes.pop(c))
+        } else if rest < tail {
+            self.rest.pop()
+        } else {
+            self.tail.pop_front()
         }
     }
     fn len(&self) -> usize {
-        self.tail.len() + self.rest.len()
+        self.tail.len() + self.rest.len() + self.classes.len
     }
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -266,6 +384,7 @@ impl Waiting {
     fn shift(&mut self, shift: i64) {
         self.tail.iter_mut().for_each(|k| k.key -= shift);
         self.rest.shift(shift);
+        self.classes.shift(shift);
     }
 }
 
@@ -400,7 +519,15 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
                 self.rest.push(h);
                 self.head = Some(e);
             }
-            _ => self.rest.push(e),
+            _ => {
+                // Length classes need priorities that grow with the clock within a length:
+                // the lane's own fixed α (or SF), not tracking, per-message α or §11 ordering.
+                let own_alpha = self.cfg.infinite || (msg.alpha.is_none() && self.cfg.tracking.is_none());
+                match if own_alpha && !self.cfg.in_order { self.rest.classes.class_of(msg.packets) } else { None } {
+                    Some(c) => self.rest.classes.push(c, e),
+                    None => self.rest.push(e),
+                }
+            }
         }
         Ok(())
     }
@@ -433,32 +560,43 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
 
     #[inline]
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
-        // Without an arrival nothing can preempt the head: it runs until it completes.
+        // Without an arrival nothing can preempt the head: it runs until it completes, then the
+        // next one starts. One data-dependent branch per message: does it finish in this run?
+        if n == 0 {
+            return 0;
+        }
+        let Some(mut h) = self.head.take().or_else(|| self.rest.pop()) else { return 0 };
         let mut i = 0;
-        while i < n {
-            if self.head.is_none() {
-                match self.rest.pop() {
-                    Some(k) => self.head = Some(k),
-                    None => break,
+        loop {
+            let body = &mut self.bodies[h.slot as usize];
+            let rem = n - i;
+            let left = u64::from(body.p.left);
+            if left > rem {
+                body.p.left -= rem as u32;
+                h.key -= body.alpha * rem as i64;
+                self.tick += self.tick_step * rem as i64;
+                i = n;
+                self.head = Some(h);
+                break;
+            }
+            body.p.left = 0;
+            h.key -= body.alpha * left as i64;
+            self.tick += self.tick_step * left as i64;
+            i += left;
+            done(i - 1, body.p.item);
+            let flow = body.p.flow;
+            self.free.push(h.slot);
+            if self.cfg.in_order {
+                if let Some(f) = self.flows.get_mut(flow as usize) {
+                    f.outstanding -= 1;
                 }
             }
-            let Some(h) = self.head.as_mut() else { break };
-            let body = &mut self.bodies[h.slot as usize];
-            let k = (n - i).min(u64::from(body.p.left));
-            body.p.left -= k as u32;
-            h.key -= body.alpha * k as i64;
-            self.tick += self.tick_step * k as i64;
-            i += k;
-            if body.p.left == 0 {
-                done(i - 1, body.p.item);
-                let flow = body.p.flow;
-                self.free.push(h.slot);
-                self.head = None;
-                if self.cfg.in_order {
-                    if let Some(f) = self.flows.get_mut(flow as usize) {
-                        f.outstanding -= 1;
-                    }
-                }
+            if i == n {
+                break;
+            }
+            match self.rest.pop() {
+                Some(k) => h = k,
+                None => break,
             }
         }
         self.packets -= i;
