@@ -19,7 +19,7 @@
 //! The head (the message currently being sent) is held apart from the others, which wait keyed by
 //! (priority, arrival sequence), with the message bodies in a slab. With the policy's own fixed α
 //! (or SF), messages of one length enter in priority order, so each length is a FIFO
-//! ([`Classes`]: O(1) push, the next message is the best of at most eight fronts, compared without
+//! (`Classes`: O(1) push, the next message is the best of at most eight fronts, compared without
 //! branches). Everything else (preempted heads, per-message α, tracking α, §11 ordering, a ninth
 //! length) goes to a FIFO tail when it is behind every waiting message, otherwise into a sorted
 //! vector (a binary heap when long) by binary search instead of the listing's linear scan of a
