@@ -332,11 +332,26 @@ struct Waiting {
     tail: VecDeque<Key>,
     rest: Rest,
     classes: Classes,
+    /// Preempted heads, best on top. A head was the best waiting message when it started (or it
+    /// preempted the one that was), its priority only drops while it is served, and nothing else
+    /// joins this stack meanwhile; so each preempted head ranks before every entry below it.
+    preempted: Vec<Key>,
 }
 
 impl Waiting {
     fn new() -> Self {
-        Waiting { tail: VecDeque::new(), rest: Rest::Sorted(Vec::new()), classes: Classes::new() }
+        Waiting {
+            tail: VecDeque::new(),
+            rest: Rest::Sorted(Vec::new()),
+            classes: Classes::new(),
+            preempted: Vec::new(),
+        }
+    }
+    /// A head preempted by a newcomer.
+    #[inline(always)]
+    fn push_preempted(&mut self, k: Key) {
+        debug_assert!(self.preempted.last().is_none_or(|t| rank(&k) < rank(t)), "preempted heads stack in order");
+        self.preempted.push(k);
     }
     #[inline]
     fn push(&mut self, k: Key) {
@@ -358,25 +373,35 @@ impl Waiting {
     fn pop(&mut self) -> Option<Key> {
         let (c, best) = self.classes.best();
         if self.tail.is_empty() && self.rest.len() == 0 {
-            return (best != u128::MAX).then(|| self.classes.pop(c));
+            // Every newcomer had a length class: the best class front or the top preempted head.
+            return match self.preempted.last() {
+                Some(p) if rank(p) < best => self.preempted.pop(),
+                _ => (best != u128::MAX).then(|| self.classes.pop(c)),
+            };
         }
         self.pop_general(c, best)
     }
 
-    /// `pop` when preempted heads or messages without a class wait too.
+    /// `pop` when messages without a class wait too.
     fn pop_general(&mut self, c: usize, best: u128) -> Option<Key> {
         let tail = self.tail.front().map_or(u128::MAX, rank);
         let rest = self.rest.next_rank().map_or(u128::MAX, |(key, seq)| rank(&Key { key, seq, slot: 0 }));
-        if best < tail && best < rest {
+        let pre = self.preempted.last().map_or(u128::MAX, rank);
+        let m = best.min(tail).min(rest).min(pre);
+        if m == u128::MAX {
+            None
+        } else if m == pre {
+            self.preempted.pop()
+        } else if m == best {
             Some(self.classes.pop(c))
-        } else if rest < tail {
+        } else if m == rest {
             self.rest.pop()
         } else {
             self.tail.pop_front()
         }
     }
     fn len(&self) -> usize {
-        self.tail.len() + self.rest.len() + self.classes.len
+        self.tail.len() + self.rest.len() + self.classes.len + self.preempted.len()
     }
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -385,6 +410,7 @@ impl Waiting {
         self.tail.iter_mut().for_each(|k| k.key -= shift);
         self.rest.shift(shift);
         self.classes.shift(shift);
+        self.preempted.iter_mut().for_each(|k| k.key -= shift);
     }
 }
 
@@ -516,7 +542,7 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         self.packets += u64::from(msg.packets);
         match self.head {
             Some(h) if key < h.key => {
-                self.rest.push(h);
+                self.rest.push_preempted(h);
                 self.head = Some(e);
             }
             _ => {
