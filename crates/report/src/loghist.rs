@@ -35,7 +35,7 @@ impl LogHist {
 
     #[inline]
     fn index(x: f64) -> usize {
-        let b = (x.max(0.0) + 1.0).to_bits();
+        let b = (x + 1.0).to_bits();
         (((b - ONE_BITS) >> SHIFT) as usize).min(BUCKETS - 1)
     }
 
@@ -43,22 +43,24 @@ impl LogHist {
         f64::from_bits(((i as u64) << SHIFT) + ONE_BITS) - 1.0
     }
 
-    /// Records one value (negative values count as 0).
+    /// Records one value (negative values count as 0). Branch-free apart from growing the
+    /// bucket array the first time a bucket beyond it is hit.
     #[inline(always)]
     pub fn record(&mut self, x: f64) {
         let x = x.max(0.0);
         let i = Self::index(x);
         if i >= self.counts.len() {
-            self.counts.resize((i + 1).next_power_of_two().min(BUCKETS), 0);
+            self.grow(i);
         }
         self.counts[i] = self.counts[i].saturating_add(1);
         self.n += 1;
-        if x < self.min {
-            self.min = x;
-        }
-        if x > self.max {
-            self.max = x;
-        }
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        self.counts.resize((i + 1).next_power_of_two().min(BUCKETS), 0);
     }
 
     /// Adds every value of `other`.

@@ -164,7 +164,6 @@ pub struct RunResult {
 /// message touches only the count, the sum and the histogram.
 #[derive(Clone, Debug)]
 struct Acc {
-    n: u64,
     sum: f64,
     hist: LogHist,
     snap_n: u64,
@@ -174,37 +173,41 @@ struct Acc {
 
 impl Acc {
     fn new() -> Self {
-        Acc { n: 0, sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new() }
+        Acc { sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new() }
     }
-    #[inline]
+    /// Messages recorded (the histogram counts them).
+    #[inline(always)]
+    fn n(&self) -> u64 {
+        self.hist.len()
+    }
+    #[inline(always)]
     fn add(&mut self, lat: f64) {
-        self.n += 1;
         self.sum += lat;
         self.hist.record(lat);
     }
     /// (count, sum) since the last batch boundary.
     fn delta(&self) -> (u64, f64) {
-        (self.n - self.snap_n, self.sum - self.snap_sum)
+        (self.n() - self.snap_n, self.sum - self.snap_sum)
     }
     fn close_batch(&mut self) {
         let (dn, ds) = self.delta();
         if dn > 0 {
             self.bmeans.push(ds / dn as f64);
         }
-        self.snap_n = self.n;
+        self.snap_n = self.n();
         self.snap_sum = self.sum;
     }
     fn mean(&self) -> f64 {
-        if self.n == 0 {
+        if self.n() == 0 {
             0.0
         } else {
-            self.sum / self.n as f64
+            self.sum / self.n() as f64
         }
     }
     fn stats(&self, len: u32) -> LatStats {
         LatStats {
             len,
-            count: self.n,
+            count: self.n(),
             mean_tu: self.mean(),
             ci95_tu: ci95(&self.bmeans),
             p50_tu: self.hist.quantile(0.5),
@@ -288,6 +291,8 @@ impl Path {
 /// Statistics of one lane (one strategy).
 struct LaneStats {
     by_len: Vec<Acc>,
+    /// Per-class or per-application statistics are kept (`by_class` or `last_seq` non-empty).
+    extra: bool,
     /// Batch means of all messages together (the per-length accumulators hold the data).
     overall_bmeans: Vec<f64>,
     by_class: Vec<Acc>,
@@ -329,6 +334,7 @@ impl Lane {
             policy,
             stats: LaneStats {
                 by_len: (0..=max_len).map(|_| Acc::new()).collect(),
+                extra: !cfg.msg_alpha.is_empty() || apps > 0,
                 overall_bmeans: Vec::new(),
                 by_class: cfg.msg_alpha.iter().map(|_| Acc::new()).collect(),
                 last_seq: vec![0; apps],
@@ -357,7 +363,7 @@ impl Lane {
     fn result(&self, qlen: f64) -> StrategyResult {
         let st = &self.stats;
         let by_len: Vec<LatStats> =
-            st.by_len.iter().enumerate().filter(|(_, a)| a.n > 0).map(|(l, a)| a.stats(l as u32)).collect();
+            st.by_len.iter().enumerate().filter(|(_, a)| a.n() > 0).map(|(l, a)| a.stats(l as u32)).collect();
         let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
         StrategyResult {
             label: self.strategy.label(),
@@ -383,6 +389,14 @@ impl LaneStats {
     fn delivered(&mut self, m: Msg, now: f64) {
         let lat = now - m.t;
         self.by_len[m.len as usize].add(lat);
+        if self.extra {
+            self.delivered_extra(m, lat);
+        }
+    }
+
+    /// Per-class latency (§10) and reordering counts (§11), when asked for.
+    #[cold]
+    fn delivered_extra(&mut self, m: Msg, lat: f64) {
         if let Some(c) = self.by_class.get_mut(m.class as usize) {
             c.add(lat);
         }
@@ -413,8 +427,7 @@ impl LaneStats {
     /// All messages together: per-length accumulators merged.
     fn overall(&self) -> Acc {
         let mut o = Acc::new();
-        for a in self.by_len.iter().filter(|a| a.n > 0) {
-            o.n += a.n;
+        for a in self.by_len.iter().filter(|a| a.n() > 0) {
             o.sum += a.sum;
             o.hist.merge(&a.hist);
         }
@@ -433,7 +446,7 @@ impl LaneStats {
     }
 
     fn check(&mut self) {
-        let lens = self.by_len.iter().filter(|a| a.n > 0).map(Acc::mean).collect();
+        let lens = self.by_len.iter().filter(|a| a.n() > 0).map(Acc::mean).collect();
         let all = self.overall().mean();
         self.checks.push((self.packets_out, lens, all));
     }
