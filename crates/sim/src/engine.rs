@@ -539,7 +539,7 @@ impl Rngs {
 struct Generator<'a> {
     cfg: &'a SimConfig,
     rng: Rngs,
-    zig: Ziggurat,
+    zig: &'static Ziggurat,
     src: Source,
     apps: u32,
     target: u64,
@@ -573,7 +573,7 @@ struct Generator<'a> {
 impl<'a> Generator<'a> {
     fn new(cfg: &'a SimConfig) -> Self {
         let mut rng = Rngs::new(cfg.seed);
-        let zig = Ziggurat::new();
+        let zig = Ziggurat::shared();
         let mean_len = cfg.dist.mean();
         let src = match &cfg.arrivals {
             Arrivals::Poisson => Source::Poisson { mean_gap: mean_len * 100.0 / cfg.traffic, next: 0.0 },
@@ -763,28 +763,34 @@ impl<'a> Generator<'a> {
     fn fill_poisson(&mut self, out: &mut Path, ctl: &Control, chunk: usize) {
         let Source::Poisson { mean_gap, next } = self.src else { unreachable!("Poisson source") };
         debug_assert!(self.apps == 1 && self.class_cum.is_empty());
+        let zig = self.zig;
         let mut t_arr = next;
-        macro_rules! take {
-            ($t:expr) => {
-                self.packets_out += 1;
-                out.times.push($t);
-                self.service_end = $t + 0.5 + 0.5 * self.zig.sample(&mut self.rng.service);
-            };
-        }
+        let mut service = self.rng.service.clone();
         while !self.finished && out.times.len() < chunk {
-            if self.busy && self.service_end < t_arr {
-                // A service period ends: start the next packet of every queue, if any.
-                let t = self.service_end;
-                if t >= self.next_sample || t >= self.next_check {
-                    self.observe(t, out);
+            if self.busy {
+                // Service periods that end before the next arrival (ties go to the arrival): the
+                // next packet of every queue starts, or the server goes idle. State in locals.
+                let mut t = self.service_end;
+                let mut sent = self.packets_out;
+                let backlog_end = self.packets_in;
+                let mut next_obs = self.next_sample.min(self.next_check);
+                while t < t_arr {
+                    if t >= next_obs {
+                        self.packets_out = sent;
+                        self.observe(t, out);
+                        next_obs = self.next_sample.min(self.next_check);
+                    }
+                    self.now = t;
+                    if sent == backlog_end {
+                        self.busy = false;
+                        break;
+                    }
+                    sent += 1;
+                    out.times.push(t);
+                    t += 0.5 + 0.5 * zig.sample(&mut service);
                 }
-                self.now = t;
-                if self.packets_in > self.packets_out {
-                    take!(t);
-                } else {
-                    self.busy = false;
-                }
-                continue;
+                self.packets_out = sent;
+                self.service_end = t;
             }
             let t = t_arr;
             if t >= self.next_sample || t >= self.next_check {
@@ -793,14 +799,16 @@ impl<'a> Generator<'a> {
             self.now = t;
             let u: f64 = self.rng.length.random();
             let len = self.cfg.dist.sample(u);
-            t_arr = t + mean_gap * self.zig.sample(&mut self.rng.arrival);
+            t_arr = t + mean_gap * zig.sample(&mut self.rng.arrival);
             let seq = self.seq_per_app[0];
             self.seq_per_app[0] = seq.wrapping_add(1);
             out.push(Kind::Arrive, Msg { t, len, app: 0, seq, class: 0 });
             self.packets_in += u64::from(len);
             if !self.busy {
                 self.busy = true;
-                take!(t);
+                self.packets_out += 1;
+                out.times.push(t);
+                self.service_end = t + 0.5 + 0.5 * zig.sample(&mut service);
             }
             while self.packets_in >= self.next_batch {
                 out.push(Kind::Batch, NO_MSG);
@@ -820,6 +828,7 @@ impl<'a> Generator<'a> {
                 }
             }
         }
+        self.rng.service = service;
         self.src = Source::Poisson { mean_gap, next: t_arr };
         self.t_arr = t_arr;
     }

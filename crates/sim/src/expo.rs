@@ -33,7 +33,13 @@ impl Default for Ziggurat {
 }
 
 impl Ziggurat {
-    /// Builds the tables (about 256 logarithms; done once per run).
+    /// The tables, built once per process.
+    pub fn shared() -> &'static Ziggurat {
+        static TABLES: std::sync::OnceLock<Ziggurat> = std::sync::OnceLock::new();
+        TABLES.get_or_init(Ziggurat::new)
+    }
+
+    /// Builds the tables (about 256 logarithms).
     pub fn new() -> Self {
         let mut x = [0.0; 257];
         let mut f = [0.0; 257];
