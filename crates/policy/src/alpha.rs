@@ -29,6 +29,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+use crate::ring::Ring;
 use crate::rr::Pending;
 use crate::{check_message, Message, Packet, Policy, PolicyError};
 
@@ -245,15 +246,29 @@ const MAX_CLASS_LEN: u32 = 1 << 12;
 struct Classes {
     /// Message length → class index + 1 (0: no class yet).
     of_len: Vec<u8>,
-    queues: Vec<VecDeque<Key>>,
-    /// Rank of each class's front, `u128::MAX` when empty (also for unused classes).
-    fronts: [u128; MAX_CLASSES],
+    queues: Vec<Ring<Key>>,
+    /// Rank of each class's front in two halves (see [`rank`]), all ones when empty (also for
+    /// unused classes).
+    hi: [u64; MAX_CLASSES],
+    lo: [u64; MAX_CLASSES],
     len: usize,
+}
+
+/// `(hi, lo) < (h, l)` without a branch.
+#[inline(always)]
+fn lt(hi: u64, lo: u64, h: u64, l: u64) -> bool {
+    (hi < h) | ((hi == h) & (lo < l))
+}
+
+#[inline(always)]
+fn halves(k: &Key) -> (u64, u64) {
+    let r = rank(k);
+    ((r >> 64) as u64, r as u64)
 }
 
 impl Classes {
     fn new() -> Self {
-        Classes { of_len: Vec::new(), queues: Vec::new(), fronts: [u128::MAX; MAX_CLASSES], len: 0 }
+        Classes { of_len: Vec::new(), queues: Vec::new(), hi: [u64::MAX; MAX_CLASSES], lo: [u64::MAX; MAX_CLASSES], len: 0 }
     }
 
     /// The class of messages of `packets` packets, created on first sight while there is room.
@@ -273,34 +288,37 @@ impl Classes {
         if self.of_len.len() <= packets as usize {
             self.of_len.resize(packets as usize + 1, 0);
         }
-        self.queues.push(VecDeque::new());
+        self.queues.push(Ring::default());
         self.of_len[packets as usize] = self.queues.len() as u8;
         Some(self.queues.len() - 1)
     }
 
+    /// Appends `k` to class `c` when `keep` (without a branch on `keep`).
     #[inline(always)]
-    fn push(&mut self, c: usize, k: Key) {
+    fn push_if(&mut self, c: usize, k: Key, keep: bool) {
         // Ranks grow within a class, so the front changes only when the class was empty.
-        self.fronts[c] = self.fronts[c].min(rank(&k));
-        self.queues[c].push_back(k);
-        self.len += 1;
+        let (h, l) = halves(&k);
+        let set = keep & lt(h, l, self.hi[c], self.lo[c]);
+        self.hi[c] = std::hint::select_unpredictable(set, h, self.hi[c]);
+        self.lo[c] = std::hint::select_unpredictable(set, l, self.lo[c]);
+        self.queues[c].push_back_if(k, keep);
+        self.len += usize::from(keep);
     }
 
-    /// The class with the best front and that front's rank (`u128::MAX` when all are empty).
+    /// The class with the best front and that front's rank (all ones when every class is empty).
     #[inline(always)]
     fn best(&self) -> (usize, u128) {
         // Every step is a conditional move, not a branch: which class is best is unpredictable.
-        // The rank is split in halves to fit general registers. (The trip count, the number of
-        // classes in use, settles after the first few messages, so the loop exit predicts well.)
-        let f = &self.fronts[..self.queues.len().max(1)];
+        // (The trip count, the number of classes in use, settles after the first few messages,
+        // so the loop exit predicts well.)
+        let n = self.queues.len().max(1);
         let mut best = 0;
-        let (mut hi, mut lo) = ((f[0] >> 64) as u64, f[0] as u64);
-        for (c, &x) in f.iter().enumerate().skip(1) {
-            let (xh, xl) = ((x >> 64) as u64, x as u64);
-            let better = (xh < hi) | ((xh == hi) & (xl < lo));
+        let (mut hi, mut lo) = (self.hi[0], self.lo[0]);
+        for c in 1..n {
+            let better = lt(self.hi[c], self.lo[c], hi, lo);
             best = std::hint::select_unpredictable(better, c, best);
-            hi = std::hint::select_unpredictable(better, xh, hi);
-            lo = std::hint::select_unpredictable(better, xl, lo);
+            hi = std::hint::select_unpredictable(better, self.hi[c], hi);
+            lo = std::hint::select_unpredictable(better, self.lo[c], lo);
         }
         (best, (u128::from(hi) << 64) | u128::from(lo))
     }
@@ -310,15 +328,15 @@ impl Classes {
     fn pop(&mut self, c: usize) -> Key {
         let q = &mut self.queues[c];
         let k = q.pop_front().expect("the best class is not empty");
-        self.fronts[c] = q.front().map_or(u128::MAX, rank);
+        (self.hi[c], self.lo[c]) = q.front().map_or((u64::MAX, u64::MAX), halves);
         self.len -= 1;
         k
     }
 
     fn shift(&mut self, shift: i64) {
         for (c, q) in self.queues.iter_mut().enumerate() {
-            q.iter_mut().for_each(|k| k.key -= shift);
-            self.fronts[c] = q.front().map_or(u128::MAX, rank);
+            q.for_each_mut(|k| k.key -= shift);
+            (self.hi[c], self.lo[c]) = q.front().map_or((u64::MAX, u64::MAX), halves);
         }
     }
 }
@@ -335,7 +353,7 @@ struct Waiting {
     /// Preempted heads, best on top. A head was the best waiting message when it started (or it
     /// preempted the one that was), its priority only drops while it is served, and nothing else
     /// joins this stack meanwhile; so each preempted head ranks before every entry below it.
-    preempted: Vec<Key>,
+    preempted: Ring<Key>,
 }
 
 impl Waiting {
@@ -344,14 +362,17 @@ impl Waiting {
             tail: VecDeque::new(),
             rest: Rest::Sorted(Vec::new()),
             classes: Classes::new(),
-            preempted: Vec::new(),
+            preempted: Ring::default(),
         }
     }
-    /// A head preempted by a newcomer.
+    /// A head preempted by a newcomer, when `keep` (without a branch on `keep`).
     #[inline(always)]
-    fn push_preempted(&mut self, k: Key) {
-        debug_assert!(self.preempted.last().is_none_or(|t| rank(&k) < rank(t)), "preempted heads stack in order");
-        self.preempted.push(k);
+    fn push_preempted_if(&mut self, k: Key, keep: bool) {
+        debug_assert!(
+            !keep || self.preempted.back().is_none_or(|t| rank(&k) < rank(t)),
+            "preempted heads stack in order"
+        );
+        self.preempted.push_back_if(k, keep);
     }
     #[inline]
     fn push(&mut self, k: Key) {
@@ -374,8 +395,8 @@ impl Waiting {
         let (c, best) = self.classes.best();
         if self.tail.is_empty() && self.rest.len() == 0 {
             // Every newcomer had a length class: the best class front or the top preempted head.
-            return match self.preempted.last() {
-                Some(p) if rank(p) < best => self.preempted.pop(),
+            return match self.preempted.back() {
+                Some(p) if rank(p) < best => self.preempted.pop_back(),
                 _ => (best != u128::MAX).then(|| self.classes.pop(c)),
             };
         }
@@ -386,12 +407,12 @@ impl Waiting {
     fn pop_general(&mut self, c: usize, best: u128) -> Option<Key> {
         let tail = self.tail.front().map_or(u128::MAX, rank);
         let rest = self.rest.next_rank().map_or(u128::MAX, |(key, seq)| rank(&Key { key, seq, slot: 0 }));
-        let pre = self.preempted.last().map_or(u128::MAX, rank);
+        let pre = self.preempted.back().map_or(u128::MAX, rank);
         let m = best.min(tail).min(rest).min(pre);
         if m == u128::MAX {
             None
         } else if m == pre {
-            self.preempted.pop()
+            self.preempted.pop_back()
         } else if m == best {
             Some(self.classes.pop(c))
         } else if m == rest {
@@ -410,7 +431,7 @@ impl Waiting {
         self.tail.iter_mut().for_each(|k| k.key -= shift);
         self.rest.shift(shift);
         self.classes.shift(shift);
-        self.preempted.iter_mut().for_each(|k| k.key -= shift);
+        self.preempted.for_each_mut(|k| k.key -= shift);
     }
 }
 
@@ -540,20 +561,17 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         let e = Key { key, seq: self.seq, slot };
         self.seq += 1;
         self.packets += u64::from(msg.packets);
-        match self.head {
-            Some(h) if key < h.key => {
-                self.rest.push_preempted(h);
+        // Length classes need priorities that grow with the clock within a length: the lane's
+        // own fixed α (or SF), not tracking, per-message α or §11 ordering.
+        let own_alpha = self.cfg.infinite || (msg.alpha.is_none() && self.cfg.tracking.is_none());
+        let class = if own_alpha && !self.cfg.in_order { self.rest.classes.class_of(msg.packets) } else { None };
+        match (self.head, class) {
+            (Some(h), _) if key < h.key => {
+                self.rest.push_preempted_if(h, true);
                 self.head = Some(e);
             }
-            _ => {
-                // Length classes need priorities that grow with the clock within a length:
-                // the lane's own fixed α (or SF), not tracking, per-message α or §11 ordering.
-                let own_alpha = self.cfg.infinite || (msg.alpha.is_none() && self.cfg.tracking.is_none());
-                match if own_alpha && !self.cfg.in_order { self.rest.classes.class_of(msg.packets) } else { None } {
-                    Some(c) => self.rest.classes.push(c, e),
-                    None => self.rest.push(e),
-                }
-            }
+            (_, Some(c)) => self.rest.classes.push_if(c, e, true),
+            (_, None) => self.rest.push(e),
         }
         Ok(())
     }
@@ -617,12 +635,15 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
                     f.outstanding -= 1;
                 }
             }
-            if i == n {
-                break;
-            }
+            // The next message starts at once (even when the run ends here): it is the best
+            // waiting now, and a newcomer that beats it preempts it like any head.
             match self.rest.pop() {
                 Some(k) => h = k,
                 None => break,
+            }
+            if i == n {
+                self.head = Some(h);
+                break;
             }
         }
         self.packets -= i;

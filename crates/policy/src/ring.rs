@@ -60,6 +60,51 @@ impl<E: Copy> Ring<E> {
         self.buf = v;
     }
 
+    /// Writes `e` at the back but keeps it only when `keep` is true: a conditional push without
+    /// a branch, for callers whose condition is unpredictable.
+    #[inline(always)]
+    pub fn push_back_if(&mut self, e: E, keep: bool) {
+        if self.len() == self.buf.len() {
+            self.grow(e);
+        }
+        let m = self.mask();
+        self.buf[self.tail & m] = e;
+        self.tail = self.tail.wrapping_add(usize::from(keep));
+    }
+
+    #[inline(always)]
+    pub fn front(&self) -> Option<&E> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(&self.buf[self.head & self.mask()])
+    }
+
+    #[inline(always)]
+    pub fn back(&self) -> Option<&E> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(&self.buf[self.tail.wrapping_sub(1) & self.mask()])
+    }
+
+    #[inline(always)]
+    pub fn pop_back(&mut self) -> Option<E> {
+        if self.is_empty() {
+            return None;
+        }
+        self.tail = self.tail.wrapping_sub(1);
+        Some(self.buf[self.tail & self.mask()])
+    }
+
+    /// Applies `f` to every element, front to back.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut E)) {
+        let m = self.mask();
+        for k in 0..self.len() {
+            f(&mut self.buf[self.head.wrapping_add(k) & m]);
+        }
+    }
+
     #[inline(always)]
     pub fn front_mut(&mut self) -> Option<&mut E> {
         if self.is_empty() {
@@ -133,6 +178,34 @@ mod tests {
             assert_eq!(r.len(), d.len());
             assert_eq!(r.front_mut().copied(), d.front().copied());
         }
+    }
+
+    #[test]
+    fn conditional_push_pop_back_and_iter_mut() {
+        let mut r: Ring<u32> = Ring::default();
+        let mut d: VecDeque<u32> = VecDeque::new();
+        for i in 0..1000u32 {
+            let keep = i % 3 != 0;
+            r.push_back_if(i, keep);
+            if keep {
+                d.push_back(i);
+            }
+            if i % 7 == 0 {
+                assert_eq!(r.pop_back(), d.pop_back());
+            }
+            if i % 11 == 0 {
+                assert_eq!(r.pop_front(), d.pop_front());
+            }
+            assert_eq!(r.back(), d.back());
+            assert_eq!(r.front(), d.front());
+        }
+        r.for_each_mut(|e| *e += 1);
+        d.iter_mut().for_each(|e| *e += 1);
+        let mut got: Vec<u32> = Vec::new();
+        while let Some(e) = r.pop_front() {
+            got.push(e);
+        }
+        assert_eq!(got, d.into_iter().collect::<Vec<_>>());
     }
 
     #[test]
