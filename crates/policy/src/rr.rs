@@ -226,23 +226,24 @@ impl<T: Copy> Policy<T> for RoundRobinHead<T> {
     #[inline]
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
         let mut i = 0;
-        // New messages first, each once, in arrival order; then the ring rotates.
+        // New messages first, each once, in arrival order; then the ring rotates. One call site
+        // for `done`, so the caller's closure is inlined.
         while i < n {
-            let Some(mut h) = self.fresh.pop_front() else { break };
-            h.left -= 1;
-            if h.left > 0 {
-                self.ring.push_back(h);
-            } else {
-                done(i, h.item);
-            }
-            i += 1;
-        }
-        while i < n {
-            let Some(h) = self.ring.rotate_front(|h| {
-                h.left -= 1;
-                h.left > 0
-            }) else {
-                break;
+            let h = match self.fresh.pop_front() {
+                Some(mut h) => {
+                    h.left -= 1;
+                    self.ring.push_back_if(h, h.left > 0);
+                    h
+                }
+                None => {
+                    let Some(h) = self.ring.rotate_front(|h| {
+                        h.left -= 1;
+                        h.left > 0
+                    }) else {
+                        break;
+                    };
+                    h
+                }
             };
             if h.left == 0 {
                 done(i, h.item);
