@@ -785,7 +785,7 @@ mod tests {
         for _ in 0..steps {
             // Arrive with probability ~0.2 per step, lengths 1..=20: load just under 1 packet/step.
             if lcg(&mut s) % 100 < 19 {
-                let len = if lcg(&mut s) % 10 == 0 { 20 } else { 1 + (lcg(&mut s) % 5) as u32 };
+                let len = if lcg(&mut s).is_multiple_of(10) { 20 } else { 1 + (lcg(&mut s) % 5) as u32 };
                 p.enqueue(Message::new(id, (id % 7) as u32, len)).unwrap();
                 id += 1;
             }

@@ -4,6 +4,9 @@
 use crate::{AlphaSched, Drr, Fifo, Message, Packet, Policy, PolicyError, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus};
 
 /// Any policy of this crate.
+// Variants differ in size (QFQ keeps fixed group tables inline); boxing them would add an
+// indirection to every call, which is what this enum exists to avoid.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum AnyPolicy<T> {
     /// First in, first out.

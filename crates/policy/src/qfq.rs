@@ -258,7 +258,7 @@ impl<T: Copy> Qfq<T> {
                 let g = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let s = self.groups[g].s;
-                if min_s.map_or(true, |m| gt(m, s)) {
+                if min_s.is_none_or(|m| gt(m, s)) {
                     min_s = Some(s);
                 }
             }

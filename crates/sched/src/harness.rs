@@ -755,7 +755,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             next_poll = now + ctx.poll;
         }
         idle_spins += 1;
-        if idle_spins % 64 == 0 {
+        if idle_spins.is_multiple_of(64) {
             std::thread::yield_now();
         }
     }

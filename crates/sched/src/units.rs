@@ -44,11 +44,11 @@ impl fmt::Display for Nanos {
         let n = self.0;
         if n == 0 {
             write!(f, "0")
-        } else if n % 1_000_000_000 == 0 {
+        } else if n.is_multiple_of(1_000_000_000) {
             write!(f, "{}s", n / 1_000_000_000)
-        } else if n % 1_000_000 == 0 {
+        } else if n.is_multiple_of(1_000_000) {
             write!(f, "{}ms", n / 1_000_000)
-        } else if n % 1000 == 0 {
+        } else if n.is_multiple_of(1000) {
             write!(f, "{}us", n / 1000)
         } else {
             write!(f, "{n}ns")

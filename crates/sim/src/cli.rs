@@ -129,7 +129,7 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     };
     let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a count (e.g. 5000000, 50M, 1e8)"))?;
     let v = v * mul;
-    if !(v.is_finite() && v >= 1.0 && v < 1e15) {
+    if !(1.0..1e15).contains(&v) {
         return Err(format!("'{s}' must be between 1 and 1e15"));
     }
     Ok(v.round() as u64)

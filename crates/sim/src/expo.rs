@@ -123,8 +123,8 @@ mod tests {
         assert!((mean - 1.0).abs() < 0.004, "mean {mean}");
         assert!((var - 1.0).abs() < 0.012, "variance {var}");
         let beyond = |t: f64| v.iter().filter(|&&x| x > t).count() as f64 / n as f64;
-        for t in [0.5, 1.0, 3.0, 6.0] {
-            let p = (-t as f64).exp();
+        for t in [0.5f64, 1.0, 3.0, 6.0] {
+            let p = (-t).exp();
             let se = (p * (1.0 - p) / n as f64).sqrt();
             assert!((beyond(t) - p).abs() < 5.0 * se, "P(X > {t}) = {} vs {p}", beyond(t));
         }

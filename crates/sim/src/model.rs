@@ -387,8 +387,8 @@ mod tests {
         for i in 0..n {
             counts[d.sample((i as f64 + 0.5) / n as f64) as usize] += 1;
         }
-        for l in 1..=5 {
-            assert_eq!(counts[l], 18_000, "len {l}");
+        for (l, &c) in counts.iter().enumerate().take(6).skip(1) {
+            assert_eq!(c, 18_000, "len {l}");
         }
         assert_eq!(counts[20], 10_000);
     }

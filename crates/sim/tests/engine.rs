@@ -27,7 +27,7 @@ proptest! {
         prop_assert!(out <= r.packets_in);
 
         // A trace drained to the end: all messages of every strategy delivered.
-        let tr: Vec<TraceArrival> = (0..400).map(|i| TraceArrival { time: i as f64 * (4.7 / (traffic / 100.0)), len: 1 + (i * 13 % 20) as u32, app: i % 3 }).collect();
+        let tr: Vec<TraceArrival> = (0..400).map(|i| TraceArrival { time: i as f64 * (4.7 / (traffic / 100.0)), len: 1 + (i * 13 % 20), app: i % 3 }).collect();
         let packets: u64 = tr.iter().map(|a| u64::from(a.len)).sum();
         let cfg = SimConfig { arrivals: Arrivals::Trace(Arc::new(tr)), apps: 3, ..cfg };
         let r = run(&cfg, &Control::default());

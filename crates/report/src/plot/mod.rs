@@ -45,7 +45,7 @@ pub fn fmt_tick(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
-    if a >= 1e6 || a < 1e-3 {
+    if !(1e-3..1e6).contains(&a) {
         format!("{v:.1e}")
     } else if (v - v.round()).abs() < 1e-9 {
         format!("{}", v.round() as i64)
