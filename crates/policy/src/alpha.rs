@@ -635,15 +635,12 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
                     f.outstanding -= 1;
                 }
             }
-            // The next message starts at once (even when the run ends here): it is the best
+            // The next message starts at once (even when the run ends here, in which case the
+            // test at the top of the loop puts it in place with no packet sent): it is the best
             // waiting now, and a newcomer that beats it preempts it like any head.
             match self.rest.pop() {
                 Some(k) => h = k,
                 None => break,
-            }
-            if i == n {
-                self.head = Some(h);
-                break;
             }
         }
         self.packets -= i;
