@@ -328,7 +328,11 @@ impl Classes {
     fn pop(&mut self, c: usize) -> Key {
         let q = &mut self.queues[c];
         let k = q.pop_front().expect("the best class is not empty");
-        (self.hi[c], self.lo[c]) = q.front().map_or((u64::MAX, u64::MAX), halves);
+        // Whether the class is now empty is unpredictable: select, don't branch.
+        let (h, l) = halves(q.front_or_stale());
+        let empty = q.is_empty();
+        self.hi[c] = std::hint::select_unpredictable(empty, u64::MAX, h);
+        self.lo[c] = std::hint::select_unpredictable(empty, u64::MAX, l);
         self.len -= 1;
         k
     }

@@ -80,6 +80,14 @@ impl<E: Copy> Ring<E> {
         Some(&self.buf[self.head & self.mask()])
     }
 
+    /// The slot at the front: the front element, or a stale copy of an element that left when
+    /// the ring is empty (the ring must have held an element once). Lets a caller select on
+    /// `is_empty()` instead of branching on it.
+    #[inline(always)]
+    pub fn front_or_stale(&self) -> &E {
+        &self.buf[self.head & self.mask()]
+    }
+
     #[inline(always)]
     pub fn back(&self) -> Option<&E> {
         if self.is_empty() {
