@@ -60,6 +60,52 @@ impl<E: Copy> Ring<E> {
         self.buf = v;
     }
 
+    /// Inserts `e` so that `idx` elements stay in front of it (`idx <= len`); O(idx).
+    pub fn insert(&mut self, idx: usize, e: E) {
+        debug_assert!(idx <= self.len());
+        if self.len() == self.buf.len() {
+            self.grow(e);
+        }
+        let m = self.mask();
+        self.head = self.head.wrapping_sub(1);
+        for k in 0..idx {
+            let (a, b) = (self.head.wrapping_add(k) & m, self.head.wrapping_add(k + 1) & m);
+            self.buf[a] = self.buf[b];
+        }
+        self.buf[self.head.wrapping_add(idx) & m] = e;
+    }
+
+    /// Round robin over up to `n` turns: each turn `serve` updates the front element and says
+    /// whether it stays (it then moves to the back) or leaves (`gone` is told, with the turn
+    /// number). Stops early when the ring empties; returns the number of turns. The indices stay
+    /// in registers for the whole run.
+    #[inline(always)]
+    pub fn rotate_many(
+        &mut self,
+        n: u64,
+        mut serve: impl FnMut(&mut E) -> bool,
+        mut gone: impl FnMut(u64, &E),
+    ) -> u64 {
+        let m = self.mask();
+        let (mut h, mut t) = (self.head, self.tail);
+        let mut i = 0;
+        while i < n && h != t {
+            let mut e = self.buf[h & m];
+            h = h.wrapping_add(1);
+            let stays = serve(&mut e);
+            // Slot `t` is free: one element just left the front.
+            self.buf[t & m] = e;
+            t = t.wrapping_add(usize::from(stays));
+            if !stays {
+                gone(i, &e);
+            }
+            i += 1;
+        }
+        self.head = h;
+        self.tail = t;
+        i
+    }
+
     /// Writes `e` at the back but keeps it only when `keep` is true: a conditional push without
     /// a branch, for callers whose condition is unpredictable.
     #[inline(always)]
@@ -214,6 +260,49 @@ mod tests {
             got.push(e);
         }
         assert_eq!(got, d.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn insert_and_rotate_many_match_a_vecdeque() {
+        let mut r: Ring<(u32, u32)> = Ring::default();
+        let mut d: VecDeque<(u32, u32)> = VecDeque::new();
+        let mut s = 11u64;
+        for i in 0..50_000u32 {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if (s >> 61) < 3 {
+                let idx = ((s >> 20) as usize) % (d.len() + 1);
+                let e = (i, 1 + (s >> 40) as u32 % 4);
+                r.insert(idx, e);
+                d.insert(idx, e);
+            } else {
+                let n = (s >> 30) % 6;
+                let mut gone_r = Vec::new();
+                let turns = r.rotate_many(
+                    n,
+                    |e| {
+                        e.1 -= 1;
+                        e.1 > 0
+                    },
+                    |k, e| gone_r.push((k, *e)),
+                );
+                let mut gone_d = Vec::new();
+                let mut k = 0;
+                while k < n {
+                    let Some(mut e) = d.pop_front() else { break };
+                    e.1 -= 1;
+                    if e.1 > 0 {
+                        d.push_back(e);
+                    } else {
+                        gone_d.push((k, e));
+                    }
+                    k += 1;
+                }
+                assert_eq!(turns, k);
+                assert_eq!(gone_r, gone_d);
+            }
+            assert_eq!(r.len(), d.len());
+            assert_eq!(r.front(), d.front());
+        }
     }
 
     #[test]

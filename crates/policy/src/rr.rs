@@ -159,19 +159,14 @@ impl<T: Copy> Policy<T> for RoundRobin<T> {
     #[inline]
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
         let l = &mut self.0;
-        let mut i = 0;
-        while i < n {
-            let Some(h) = l.q.rotate_front(|h| {
+        let i = l.q.rotate_many(
+            n,
+            |h| {
                 h.left -= 1;
                 h.left > 0
-            }) else {
-                break;
-            };
-            if h.left == 0 {
-                done(i, h.item);
-            }
-            i += 1;
-        }
+            },
+            |i, h| done(i, h.item),
+        );
         l.packets -= i;
         i
     }
@@ -181,17 +176,19 @@ impl<T: Copy> Policy<T> for RoundRobin<T> {
 /// RR′: round robin with new messages inserted at the head (§4; listing α = −2).
 ///
 /// A new message goes in front of every message already served once, but behind other new messages
-/// not yet served, so new messages form a FIFO block at the front of the ring.
+/// not yet served, so new messages form a FIFO block at the front of the ring: one ring, with the
+/// length of that block (usually 0 or 1, so inserting behind it is O(1) in practice).
 #[derive(Debug, Clone)]
 pub struct RoundRobinHead<T> {
-    fresh: Ring<Pending<T>>,
     ring: Ring<Pending<T>>,
+    /// New messages not yet served, at the front of `ring`.
+    fresh: usize,
     packets: u64,
 }
 
 impl<T: Copy> Default for RoundRobinHead<T> {
     fn default() -> Self {
-        RoundRobinHead { fresh: Ring::default(), ring: Ring::default(), packets: 0 }
+        RoundRobinHead { ring: Ring::default(), fresh: 0, packets: 0 }
     }
 }
 
@@ -207,57 +204,41 @@ impl<T: Copy> Policy<T> for RoundRobinHead<T> {
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
         check_message(&msg)?;
         self.packets += u64::from(msg.packets);
-        self.fresh.push_back(Pending::of(&msg));
+        self.ring.insert(self.fresh, Pending::of(&msg));
+        self.fresh += 1;
         Ok(())
     }
     #[inline(always)]
     fn dequeue(&mut self) -> Option<Packet<T>> {
-        let mut head = match self.fresh.pop_front() {
-            Some(h) => h,
-            None => self.ring.pop_front()?,
-        };
-        let p = head.take();
-        if !p.last {
-            self.ring.push_back(head);
-        }
+        let head = self.ring.rotate_front(|h| {
+            h.left -= 1;
+            h.left > 0
+        })?;
+        self.fresh = self.fresh.saturating_sub(1);
         self.packets -= 1;
-        Some(p)
+        Some(Packet { item: head.item, flow: head.flow, bytes: head.bytes, last: head.left == 0 })
     }
     #[inline]
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
-        let mut i = 0;
-        // New messages first, each once, in arrival order; then the ring rotates. One call site
-        // for `done`, so the caller's closure is inlined.
-        while i < n {
-            let h = match self.fresh.pop_front() {
-                Some(mut h) => {
-                    h.left -= 1;
-                    self.ring.push_back_if(h, h.left > 0);
-                    h
-                }
-                None => {
-                    let Some(h) = self.ring.rotate_front(|h| {
-                        h.left -= 1;
-                        h.left > 0
-                    }) else {
-                        break;
-                    };
-                    h
-                }
-            };
-            if h.left == 0 {
-                done(i, h.item);
-            }
-            i += 1;
-        }
+        // The fresh block is served first simply by being at the front; each message served
+        // moves to the back (or leaves), as in plain round robin.
+        let i = self.ring.rotate_many(
+            n,
+            |h| {
+                h.left -= 1;
+                h.left > 0
+            },
+            |i, h| done(i, h.item),
+        );
+        self.fresh = self.fresh.saturating_sub(i as usize);
         self.packets -= i;
         i
     }
     fn is_empty(&self) -> bool {
-        self.fresh.is_empty() && self.ring.is_empty()
+        self.ring.is_empty()
     }
     fn queued_messages(&self) -> usize {
-        self.fresh.len() + self.ring.len()
+        self.ring.len()
     }
     fn queued_packets(&self) -> u64 {
         self.packets
