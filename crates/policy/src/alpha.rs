@@ -459,6 +459,8 @@ pub struct AlphaSched<T> {
     tick: i64,
     /// Clock increment per packet: 65536, or 0 for shortest-first.
     tick_step: i64,
+    /// The fixed α in fixed point (1 for SF) when neither tracking nor §11 applies.
+    own_fx: Option<i64>,
     seq: u64,
     packets: u64,
     flows: Vec<FlowOrder>,
@@ -477,6 +479,11 @@ impl<T: Copy> AlphaSched<T> {
             renorm_fx: (cfg.renormalize_at.min(1 << 40) as i64).saturating_mul(ONE),
             tick: 0,
             tick_step: if cfg.infinite { 0 } else { ONE },
+            own_fx: match (cfg.infinite, cfg.tracking) {
+                (true, _) => Some(1),
+                (false, None) => Some(cfg.alpha.fx()),
+                (false, Some(_)) => None,
+            },
             seq: 0,
             packets: 0,
             flows: Vec::new(),
@@ -537,7 +544,10 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
     #[inline(always)]
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
         check_message(&msg)?;
-        let alpha = self.alpha_for(&msg);
+        let alpha = match self.own_fx {
+            Some(a) if msg.alpha.is_none() => a,
+            _ => self.alpha_for(&msg),
+        };
         let mut key = alpha * i64::from(msg.packets) + self.tick;
         if self.cfg.in_order {
             let i = msg.flow as usize;
