@@ -293,16 +293,17 @@ impl Classes {
         Some(self.queues.len() - 1)
     }
 
-    /// Appends `k` to class `c` when `keep` (without a branch on `keep`).
+    /// Appends `k` to class `c`.
     #[inline(always)]
-    fn push_if(&mut self, c: usize, k: Key, keep: bool) {
-        // Ranks grow within a class, so the front changes only when the class was empty.
+    fn push(&mut self, c: usize, k: Key) {
+        // Ranks grow within a class, so the front changes only when the class was empty; whether
+        // it was is unpredictable, so the cached front is selected, not branched on.
         let (h, l) = halves(&k);
-        let set = keep & lt(h, l, self.hi[c], self.lo[c]);
+        let set = lt(h, l, self.hi[c], self.lo[c]);
         self.hi[c] = std::hint::select_unpredictable(set, h, self.hi[c]);
         self.lo[c] = std::hint::select_unpredictable(set, l, self.lo[c]);
-        self.queues[c].push_back_if(k, keep);
-        self.len += usize::from(keep);
+        self.queues[c].push_back(k);
+        self.len += 1;
     }
 
     /// The class with the best front and that front's rank (all ones when every class is empty).
@@ -369,14 +370,11 @@ impl Waiting {
             preempted: Ring::default(),
         }
     }
-    /// A head preempted by a newcomer, when `keep` (without a branch on `keep`).
+    /// A head preempted by a newcomer.
     #[inline(always)]
-    fn push_preempted_if(&mut self, k: Key, keep: bool) {
-        debug_assert!(
-            !keep || self.preempted.back().is_none_or(|t| rank(&k) < rank(t)),
-            "preempted heads stack in order"
-        );
-        self.preempted.push_back_if(k, keep);
+    fn push_preempted(&mut self, k: Key) {
+        debug_assert!(self.preempted.back().is_none_or(|t| rank(&k) < rank(t)), "preempted heads stack in order");
+        self.preempted.push_back(k);
     }
     #[inline]
     fn push(&mut self, k: Key) {
@@ -581,10 +579,10 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         let class = if own_alpha && !self.cfg.in_order { self.rest.classes.class_of(msg.packets) } else { None };
         match (self.head, class) {
             (Some(h), _) if key < h.key => {
-                self.rest.push_preempted_if(h, true);
+                self.rest.push_preempted(h);
                 self.head = Some(e);
             }
-            (_, Some(c)) => self.rest.classes.push_if(c, e, true),
+            (_, Some(c)) => self.rest.classes.push(c, e),
             (_, None) => self.rest.push(e),
         }
         Ok(())

@@ -106,18 +106,6 @@ impl<E: Copy> Ring<E> {
         i
     }
 
-    /// Writes `e` at the back but keeps it only when `keep` is true: a conditional push without
-    /// a branch, for callers whose condition is unpredictable.
-    #[inline(always)]
-    pub fn push_back_if(&mut self, e: E, keep: bool) {
-        if self.len() == self.buf.len() {
-            self.grow(e);
-        }
-        let m = self.mask();
-        self.buf[self.tail & m] = e;
-        self.tail = self.tail.wrapping_add(usize::from(keep));
-    }
-
     #[inline(always)]
     pub fn front(&self) -> Option<&E> {
         if self.is_empty() {
@@ -235,13 +223,12 @@ mod tests {
     }
 
     #[test]
-    fn conditional_push_pop_back_and_iter_mut() {
+    fn pop_back_front_and_for_each_mut() {
         let mut r: Ring<u32> = Ring::default();
         let mut d: VecDeque<u32> = VecDeque::new();
         for i in 0..1000u32 {
-            let keep = i % 3 != 0;
-            r.push_back_if(i, keep);
-            if keep {
+            if i % 3 != 0 {
+                r.push_back(i);
                 d.push_back(i);
             }
             if i % 7 == 0 {

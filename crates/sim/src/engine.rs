@@ -697,19 +697,9 @@ impl<'a> Generator<'a> {
                 self.finished = true; // a trace fully delivered
                 return;
             }
-            // Periodic observers fire first when due.
+            // Periodic observers fire first when due; a report time ends the step.
             if self.next_sample <= t_next || self.next_check <= t_next {
-                if self.next_sample <= self.next_check {
-                    self.now = self.next_sample;
-                    self.qsum += (self.packets_in - self.packets_out) as f64;
-                    self.qn += 1;
-                    self.next_sample += self.cfg.queue_delay;
-                } else {
-                    self.now = self.next_check;
-                    self.checks.push((self.now, self.packets_in, self.qlen()));
-                    out.push(Kind::Check, NO_MSG);
-                    self.stat_delay *= 1.1;
-                    self.next_check += self.stat_delay;
+                if self.fire_observer(out) {
                     return;
                 }
                 continue;
@@ -719,15 +709,7 @@ impl<'a> Generator<'a> {
                 if !matches!(self.cfg.arrivals, Arrivals::Trace(_)) && self.packets_in >= self.target {
                     self.finished = true;
                 }
-                self.since_poll += 1;
-                if self.since_poll >= 1 << 16 {
-                    self.since_poll = 0;
-                    ctl.progress.store(self.packets_in, Ordering::Relaxed);
-                    if ctl.stop.load(Ordering::Relaxed) {
-                        self.interrupted = true;
-                        self.finished = true;
-                    }
-                }
+                self.poll(ctl);
             } else {
                 // A service period ends: start the next packet of every queue, if any.
                 self.now = t_srv;
@@ -747,17 +729,49 @@ impl<'a> Generator<'a> {
     #[inline(never)]
     fn observe(&mut self, t: f64, out: &mut Path) {
         while self.next_sample <= t || self.next_check <= t {
-            if self.next_sample <= self.next_check {
-                self.now = self.next_sample;
-                self.qsum += (self.packets_in - self.packets_out) as f64;
-                self.qn += 1;
-                self.next_sample += self.cfg.queue_delay;
-            } else {
-                self.now = self.next_check;
-                self.checks.push((self.now, self.packets_in, self.qlen()));
-                out.push(Kind::Check, NO_MSG);
-                self.stat_delay *= 1.1;
-                self.next_check += self.stat_delay;
+            self.fire_observer(out);
+        }
+    }
+
+    /// Fires the earlier of the next queue-length sample and the next listing report time (the
+    /// sample when they coincide). True when it was a report time.
+    fn fire_observer(&mut self, out: &mut Path) -> bool {
+        if self.next_sample <= self.next_check {
+            self.now = self.next_sample;
+            self.qsum += (self.packets_in - self.packets_out) as f64;
+            self.qn += 1;
+            self.next_sample += self.cfg.queue_delay;
+            false
+        } else {
+            self.now = self.next_check;
+            self.checks.push((self.now, self.packets_in, self.qlen()));
+            out.push(Kind::Check, NO_MSG);
+            self.stat_delay *= 1.1;
+            self.next_check += self.stat_delay;
+            true
+        }
+    }
+
+    /// Batch boundaries reached by the packets that have arrived.
+    #[inline(always)]
+    fn close_batches(&mut self, out: &mut Path) {
+        while self.packets_in >= self.next_batch {
+            out.push(Kind::Batch, NO_MSG);
+            self.close_qbatch();
+            self.next_batch += self.batch;
+        }
+    }
+
+    /// Counts an arrival; every 65536 of them, publishes progress and honours a stop request.
+    #[inline(always)]
+    fn poll(&mut self, ctl: &Control) {
+        self.since_poll += 1;
+        if self.since_poll >= 1 << 16 {
+            self.since_poll = 0;
+            ctl.progress.store(self.packets_in, Ordering::Relaxed);
+            if ctl.stop.load(Ordering::Relaxed) {
+                self.interrupted = true;
+                self.finished = true;
             }
         }
     }
@@ -815,23 +829,11 @@ impl<'a> Generator<'a> {
                 out.times.push(t);
                 self.service_end = t + 0.5 + 0.5 * zig.sample(&mut service);
             }
-            while self.packets_in >= self.next_batch {
-                out.push(Kind::Batch, NO_MSG);
-                self.close_qbatch();
-                self.next_batch += self.batch;
-            }
+            self.close_batches(out);
             if self.packets_in >= self.target {
                 self.finished = true;
             }
-            self.since_poll += 1;
-            if self.since_poll >= 1 << 16 {
-                self.since_poll = 0;
-                ctl.progress.store(self.packets_in, Ordering::Relaxed);
-                if ctl.stop.load(Ordering::Relaxed) {
-                    self.interrupted = true;
-                    self.finished = true;
-                }
-            }
+            self.poll(ctl);
         }
         self.rng.service = service;
         self.src = Source::Poisson { mean_gap, next: t_arr };
@@ -882,11 +884,7 @@ impl<'a> Generator<'a> {
             self.busy = true;
             self.take(out);
         }
-        while self.packets_in >= self.next_batch {
-            out.push(Kind::Batch, NO_MSG);
-            self.close_qbatch();
-            self.next_batch += self.batch;
-        }
+        self.close_batches(out);
     }
 }
 
