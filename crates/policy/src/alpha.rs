@@ -238,37 +238,33 @@ const MAX_CLASS_LEN: u32 = 1 << 12;
 ///
 /// With a fixed α a newcomer's priority is `clock + α·l`, and the clock never goes back, so the
 /// messages of one length enter in priority order and leave in arrival order: each length is a
-/// FIFO, pushing is O(1), and the next message is the best of at most [`MAX_CLASSES`] fronts, whose
-/// ranks are cached in one small array and compared without branches. (§9 of the report makes the
-/// same observation: among messages of one length alpha scheduling is FIFO.) A head that is
-/// preempted has a smaller priority than its length implies and goes to the general structure.
+/// FIFO, pushing is O(1), and the next message is the best of at most [`MAX_CLASSES`] fronts. (§9
+/// of the report makes the same observation: among messages of one length alpha scheduling is
+/// FIFO.) A head that is preempted has a smaller priority than its length implies and goes to the
+/// general structure.
+///
+/// Only the fronts' priorities are compared, not their arrival order: for α > 0 two fronts of
+/// different lengths with equal priorities `c₁ + α·l₁ = c₂ + α·l₂` have `c₁ > c₂` when `l₁ < l₂`,
+/// so the longer one entered at an earlier clock and is the older. Keeping the classes sorted by
+/// length, longest first, and taking the first strict minimum therefore breaks ties by arrival
+/// exactly. (With SF every class front's priority is its length, so there are no ties; α = 0 has
+/// no classes: every newcomer is then behind all others anyway.)
 #[derive(Clone, Debug)]
 struct Classes {
     /// Message length → class index + 1 (0: no class yet).
     of_len: Vec<u8>,
+    /// Length of each class, longest first.
+    lens: Vec<u32>,
     queues: Vec<Ring<Key>>,
-    /// Rank of each class's front in two halves (see [`rank`]), all ones when empty (also for
-    /// unused classes).
-    hi: [u64; MAX_CLASSES],
-    lo: [u64; MAX_CLASSES],
+    /// Priority of each class's front; `i64::MAX` when empty (also for unused classes). Real
+    /// priorities stay far below it: the clock is renormalised and α·l ≤ 2⁴⁶·2¹².
+    keys: [i64; MAX_CLASSES],
     len: usize,
-}
-
-/// `(hi, lo) < (h, l)` without a branch.
-#[inline(always)]
-fn lt(hi: u64, lo: u64, h: u64, l: u64) -> bool {
-    (hi < h) | ((hi == h) & (lo < l))
-}
-
-#[inline(always)]
-fn halves(k: &Key) -> (u64, u64) {
-    let r = rank(k);
-    ((r >> 64) as u64, r as u64)
 }
 
 impl Classes {
     fn new() -> Self {
-        Classes { of_len: Vec::new(), queues: Vec::new(), hi: [u64::MAX; MAX_CLASSES], lo: [u64::MAX; MAX_CLASSES], len: 0 }
+        Classes { of_len: Vec::new(), lens: Vec::new(), queues: Vec::new(), keys: [i64::MAX; MAX_CLASSES], len: 0 }
     }
 
     /// The class of messages of `packets` packets, created on first sight while there is room.
@@ -280,6 +276,7 @@ impl Classes {
         }
     }
 
+    /// Adds a class in its place in the length order (rare: at most [`MAX_CLASSES`] times).
     #[cold]
     fn new_class(&mut self, packets: u32) -> Option<usize> {
         if packets > MAX_CLASS_LEN || self.queues.len() == MAX_CLASSES {
@@ -288,40 +285,49 @@ impl Classes {
         if self.of_len.len() <= packets as usize {
             self.of_len.resize(packets as usize + 1, 0);
         }
-        self.queues.push(Ring::default());
-        self.of_len[packets as usize] = self.queues.len() as u8;
-        Some(self.queues.len() - 1)
+        let at = self.lens.partition_point(|&l| l > packets);
+        self.lens.insert(at, packets);
+        self.queues.insert(at, Ring::default());
+        self.keys.copy_within(at..MAX_CLASSES - 1, at + 1);
+        self.keys[at] = i64::MAX;
+        for (c, &l) in self.lens.iter().enumerate() {
+            self.of_len[l as usize] = c as u8 + 1;
+        }
+        Some(at)
     }
 
     /// Appends `k` to class `c`.
     #[inline(always)]
     fn push(&mut self, c: usize, k: Key) {
-        // Ranks grow within a class, so the front changes only when the class was empty; whether
-        // it was is unpredictable, so the cached front is selected, not branched on.
-        let (h, l) = halves(&k);
-        let set = lt(h, l, self.hi[c], self.lo[c]);
-        self.hi[c] = std::hint::select_unpredictable(set, h, self.hi[c]);
-        self.lo[c] = std::hint::select_unpredictable(set, l, self.lo[c]);
-        self.queues[c].push_back(k);
+        // Priorities grow within a class, so the front changes only when the class was empty;
+        // whether it was is unpredictable, so the cached front is selected, not branched on.
+        let q = &mut self.queues[c];
+        self.keys[c] = std::hint::select_unpredictable(q.is_empty(), k.key, self.keys[c]);
+        q.push_back(k);
         self.len += 1;
     }
 
-    /// The class with the best front and that front's rank (all ones when every class is empty).
+    /// The class with the best front (meaningful when any class holds a message).
     #[inline(always)]
-    fn best(&self) -> (usize, u128) {
+    fn best(&self) -> usize {
         // Every step is a conditional move, not a branch: which class is best is unpredictable.
         // (The trip count, the number of classes in use, settles after the first few messages,
-        // so the loop exit predicts well.)
-        let n = self.queues.len().max(1);
+        // so the loop exit predicts well.) Strictly lower only: ties go to the longer class.
+        let n = self.queues.len().clamp(1, MAX_CLASSES);
         let mut best = 0;
-        let (mut hi, mut lo) = (self.hi[0], self.lo[0]);
+        let mut key = self.keys[0];
         for c in 1..n {
-            let better = lt(self.hi[c], self.lo[c], hi, lo);
+            let better = self.keys[c] < key;
             best = std::hint::select_unpredictable(better, c, best);
-            hi = std::hint::select_unpredictable(better, self.hi[c], hi);
-            lo = std::hint::select_unpredictable(better, self.lo[c], lo);
+            key = std::hint::select_unpredictable(better, self.keys[c], key);
         }
-        (best, (u128::from(hi) << 64) | u128::from(lo))
+        best
+    }
+
+    /// The front of class `c` (which is not empty).
+    #[inline(always)]
+    fn front(&self, c: usize) -> &Key {
+        self.queues[c].front().expect("the best class is not empty")
     }
 
     /// Takes the front of class `c` (which is not empty).
@@ -330,10 +336,7 @@ impl Classes {
         let q = &mut self.queues[c];
         let k = q.pop_front().expect("the best class is not empty");
         // Whether the class is now empty is unpredictable: select, don't branch.
-        let (h, l) = halves(q.front_or_stale());
-        let empty = q.is_empty();
-        self.hi[c] = std::hint::select_unpredictable(empty, u64::MAX, h);
-        self.lo[c] = std::hint::select_unpredictable(empty, u64::MAX, l);
+        self.keys[c] = std::hint::select_unpredictable(q.is_empty(), i64::MAX, q.front_or_stale().key);
         self.len -= 1;
         k
     }
@@ -341,7 +344,7 @@ impl Classes {
     fn shift(&mut self, shift: i64) {
         for (c, q) in self.queues.iter_mut().enumerate() {
             q.for_each_mut(|k| k.key -= shift);
-            (self.hi[c], self.lo[c]) = q.front().map_or((u64::MAX, u64::MAX), halves);
+            self.keys[c] = q.front().map_or(i64::MAX, |k| k.key);
         }
     }
 }
@@ -394,19 +397,25 @@ impl Waiting {
     }
     #[inline(always)]
     fn pop(&mut self) -> Option<Key> {
-        let (c, best) = self.classes.best();
+        let c = self.classes.best();
         if self.tail.is_empty() && self.rest.len() == 0 {
             // Every newcomer had a length class: the best class front or the top preempted head.
+            if self.classes.len == 0 {
+                return self.preempted.pop_back();
+            }
             return match self.preempted.back() {
-                Some(p) if rank(p) < best => self.preempted.pop_back(),
-                _ => (best != u128::MAX).then(|| self.classes.pop(c)),
+                Some(p) if p.key < self.classes.keys[c] || (p.key == self.classes.keys[c] && p.seq < self.classes.front(c).seq) => {
+                    self.preempted.pop_back()
+                }
+                _ => Some(self.classes.pop(c)),
             };
         }
-        self.pop_general(c, best)
+        self.pop_general(c)
     }
 
     /// `pop` when messages without a class wait too.
-    fn pop_general(&mut self, c: usize, best: u128) -> Option<Key> {
+    fn pop_general(&mut self, c: usize) -> Option<Key> {
+        let best = if self.classes.len == 0 { u128::MAX } else { rank(self.classes.front(c)) };
         let tail = self.tail.front().map_or(u128::MAX, rank);
         let rest = self.rest.next_rank().map_or(u128::MAX, |(key, seq)| rank(&Key { key, seq, slot: 0 }));
         let pre = self.preempted.back().map_or(u128::MAX, rank);
@@ -459,6 +468,8 @@ pub struct AlphaSched<T> {
     tick_step: i64,
     /// The fixed α in fixed point (1 for SF) when neither tracking nor §11 applies.
     own_fx: Option<i64>,
+    /// Newcomers with the policy's own α use length classes: fixed α > 0 or SF, no §11 order.
+    classes: bool,
     seq: u64,
     packets: u64,
     flows: Vec<FlowOrder>,
@@ -482,6 +493,7 @@ impl<T: Copy> AlphaSched<T> {
                 (false, None) => Some(cfg.alpha.fx()),
                 (false, Some(_)) => None,
             },
+            classes: !cfg.in_order && (cfg.infinite || (cfg.tracking.is_none() && cfg.alpha > Alpha::ZERO)),
             seq: 0,
             packets: 0,
             flows: Vec::new(),
@@ -574,9 +586,9 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         self.seq += 1;
         self.packets += u64::from(msg.packets);
         // Length classes need priorities that grow with the clock within a length: the lane's
-        // own fixed α (or SF), not tracking, per-message α or §11 ordering.
-        let own_alpha = self.cfg.infinite || (msg.alpha.is_none() && self.cfg.tracking.is_none());
-        let class = if own_alpha && !self.cfg.in_order { self.rest.classes.class_of(msg.packets) } else { None };
+        // own fixed α > 0 (or SF), not tracking, per-message α or §11 ordering (see `Classes`).
+        let own_alpha = self.cfg.infinite || msg.alpha.is_none();
+        let class = if self.classes && own_alpha { self.rest.classes.class_of(msg.packets) } else { None };
         match (self.head, class) {
             (Some(h), _) if key < h.key => {
                 self.rest.push_preempted(h);
@@ -726,6 +738,21 @@ mod tests {
     }
 
     #[test]
+    fn equal_priorities_of_different_lengths_go_oldest_first() {
+        // The head never yields (per-message α 0: priority 0). c (2 packets) is seen before a
+        // (3 packets), so the class of length 2 is created first; b (2 packets, one packet later)
+        // ties with a at priority 3, and a, the older, must go first.
+        let mut p = AlphaSched::with_alpha(a(1.0));
+        p.enqueue(Message::new('h', 0, 2).with_alpha(a(0.0))).unwrap();
+        p.enqueue(Message::new('c', 1, 2)).unwrap(); // 0 + 2
+        p.enqueue(Message::new('a', 2, 3)).unwrap(); // 0 + 3
+        assert_eq!(p.dequeue().unwrap().item, 'h');
+        p.enqueue(Message::new('b', 3, 2)).unwrap(); // 1 + 2 = 3, ties with a
+        let s: Vec<char> = drain(&mut p).into_iter().filter(|x| x.1).map(|x| x.0).collect();
+        assert_eq!(s, vec!['h', 'c', 'a', 'b']);
+    }
+
+    #[test]
     fn shortest_first_picks_fewest_remaining() {
         let mut p = AlphaSched::shortest_first();
         p.enqueue(Message::new('a', 0, 3)).unwrap();
@@ -813,8 +840,9 @@ mod tests {
         let mut total = 0;
         for (i, q) in c.queues.iter().enumerate() {
             let mut q = q.clone();
-            let front = q.front().map_or((u64::MAX, u64::MAX), halves);
-            assert_eq!(front, (c.hi[i], c.lo[i]), "class {i}: cached front");
+            assert_eq!(q.front().map_or(i64::MAX, |k| k.key), c.keys[i], "class {i}: cached front");
+            assert_eq!(c.of_len[c.lens[i] as usize] as usize, i + 1, "class {i}: length map");
+            assert!(i == 0 || c.lens[i - 1] > c.lens[i], "classes longest first");
             let mut last = None;
             while let Some(k) = q.pop_front() {
                 assert!(last.is_none_or(|r| r < rank(&k)), "class {i} in rank order");
@@ -830,7 +858,10 @@ mod tests {
             above = Some(rank(&k));
         }
         if let Some(h) = p.head {
-            let best = [c.best().1, w.preempted.back().map_or(u128::MAX, rank), w.tail.front().map_or(u128::MAX, rank)];
+            let front = if c.len == 0 { u128::MAX } else { rank(c.front(c.best())) };
+            let all_fronts = c.queues.iter().filter_map(|q| q.front()).map(rank).min().unwrap_or(u128::MAX);
+            assert_eq!(front, all_fronts, "the best class front is the best by (priority, arrival)");
+            let best = [front, w.preempted.back().map_or(u128::MAX, rank), w.tail.front().map_or(u128::MAX, rank)];
             // A head may have been overtaken only by packets it sent itself (its rank drops).
             assert!(best.iter().all(|&b| rank(&h) < b || b == u128::MAX), "head is the best message");
         }
