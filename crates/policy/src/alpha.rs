@@ -255,7 +255,9 @@ struct Classes {
     of_len: Vec<u8>,
     /// Length of each class, longest first.
     lens: Vec<u32>,
-    queues: Vec<Ring<Key>>,
+    /// One FIFO per class (unused ones empty); indices are taken modulo [`MAX_CLASSES`], which
+    /// lets the compiler drop the bounds checks.
+    queues: [Ring<Key>; MAX_CLASSES],
     /// Priority of each class's front; `i64::MAX` when empty (also for unused classes). Real
     /// priorities stay far below it: the clock is renormalised and α·l ≤ 2⁴⁶·2¹².
     keys: [i64; MAX_CLASSES],
@@ -264,7 +266,13 @@ struct Classes {
 
 impl Classes {
     fn new() -> Self {
-        Classes { of_len: Vec::new(), lens: Vec::new(), queues: Vec::new(), keys: [i64::MAX; MAX_CLASSES], len: 0 }
+        Classes {
+            of_len: Vec::new(),
+            lens: Vec::new(),
+            queues: std::array::from_fn(|_| Ring::default()),
+            keys: [i64::MAX; MAX_CLASSES],
+            len: 0,
+        }
     }
 
     /// The class of messages of `packets` packets, created on first sight while there is room.
@@ -279,7 +287,7 @@ impl Classes {
     /// Adds a class in its place in the length order (rare: at most [`MAX_CLASSES`] times).
     #[cold]
     fn new_class(&mut self, packets: u32) -> Option<usize> {
-        if packets > MAX_CLASS_LEN || self.queues.len() == MAX_CLASSES {
+        if packets > MAX_CLASS_LEN || self.lens.len() == MAX_CLASSES {
             return None;
         }
         if self.of_len.len() <= packets as usize {
@@ -287,7 +295,8 @@ impl Classes {
         }
         let at = self.lens.partition_point(|&l| l > packets);
         self.lens.insert(at, packets);
-        self.queues.insert(at, Ring::default());
+        // The last slot is unused and empty: rotating it to `at` opens the new class there.
+        self.queues[at..].rotate_right(1);
         self.keys.copy_within(at..MAX_CLASSES - 1, at + 1);
         self.keys[at] = i64::MAX;
         for (c, &l) in self.lens.iter().enumerate() {
@@ -301,6 +310,7 @@ impl Classes {
     fn push(&mut self, c: usize, k: Key) {
         // Priorities grow within a class, so the front changes only when the class was empty;
         // whether it was is unpredictable, so the cached front is selected, not branched on.
+        let c = c % MAX_CLASSES;
         let q = &mut self.queues[c];
         self.keys[c] = std::hint::select_unpredictable(q.is_empty(), k.key, self.keys[c]);
         q.push_back(k);
@@ -313,7 +323,7 @@ impl Classes {
         // Every step is a conditional move, not a branch: which class is best is unpredictable.
         // (The trip count, the number of classes in use, settles after the first few messages,
         // so the loop exit predicts well.) Strictly lower only: ties go to the longer class.
-        let n = self.queues.len().clamp(1, MAX_CLASSES);
+        let n = self.lens.len().clamp(1, MAX_CLASSES);
         let mut best = 0;
         let mut key = self.keys[0];
         for c in 1..n {
@@ -327,12 +337,13 @@ impl Classes {
     /// The front of class `c` (which is not empty).
     #[inline(always)]
     fn front(&self, c: usize) -> &Key {
-        self.queues[c].front().expect("the best class is not empty")
+        self.queues[c % MAX_CLASSES].front().expect("the best class is not empty")
     }
 
     /// Takes the front of class `c` (which is not empty).
     #[inline(always)]
     fn pop(&mut self, c: usize) -> Key {
+        let c = c % MAX_CLASSES;
         let q = &mut self.queues[c];
         let k = q.pop_front().expect("the best class is not empty");
         // Whether the class is now empty is unpredictable: select, don't branch.
@@ -841,8 +852,12 @@ mod tests {
         for (i, q) in c.queues.iter().enumerate() {
             let mut q = q.clone();
             assert_eq!(q.front().map_or(i64::MAX, |k| k.key), c.keys[i], "class {i}: cached front");
-            assert_eq!(c.of_len[c.lens[i] as usize] as usize, i + 1, "class {i}: length map");
-            assert!(i == 0 || c.lens[i - 1] > c.lens[i], "classes longest first");
+            if i < c.lens.len() {
+                assert_eq!(c.of_len[c.lens[i] as usize] as usize, i + 1, "class {i}: length map");
+                assert!(i == 0 || c.lens[i - 1] > c.lens[i], "classes longest first");
+            } else {
+                assert!(q.is_empty(), "unused class {i} is empty");
+            }
             let mut last = None;
             while let Some(k) = q.pop_front() {
                 assert!(last.is_none_or(|r| r < rank(&k)), "class {i} in rank order");

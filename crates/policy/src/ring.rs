@@ -86,15 +86,20 @@ impl<E: Copy> Ring<E> {
         mut serve: impl FnMut(&mut E) -> bool,
         mut gone: impl FnMut(u64, &E),
     ) -> u64 {
-        let m = self.mask();
+        let buf = &mut self.buf[..];
+        if buf.is_empty() {
+            return 0;
+        }
+        // A non-empty power-of-two buffer: `x & m < len`, so the indexing below is unchecked.
+        let m = buf.len() - 1;
         let (mut h, mut t) = (self.head, self.tail);
         let mut i = 0;
         while i < n && h != t {
-            let mut e = self.buf[h & m];
+            let mut e = buf[h & m];
             h = h.wrapping_add(1);
             let stays = serve(&mut e);
             // Slot `t` is free: one element just left the front.
-            self.buf[t & m] = e;
+            buf[t & m] = e;
             t = t.wrapping_add(usize::from(stays));
             if !stays {
                 gone(i, &e);

@@ -49,18 +49,19 @@ impl LogHist {
     pub fn record(&mut self, x: f64) {
         let x = x.max(0.0);
         let i = Self::index(x);
-        if i >= self.counts.len() {
-            self.grow(i);
+        match self.counts.get_mut(i) {
+            Some(c) => *c = c.saturating_add(1),
+            None => self.grow_and_count(i),
         }
-        self.counts[i] = self.counts[i].saturating_add(1);
         self.n += 1;
         self.min = self.min.min(x);
         self.max = self.max.max(x);
     }
 
     #[cold]
-    fn grow(&mut self, i: usize) {
+    fn grow_and_count(&mut self, i: usize) {
         self.counts.resize((i + 1).next_power_of_two().min(BUCKETS), 0);
+        self.counts[i] = 1;
     }
 
     /// Adds every value of `other`.
