@@ -411,14 +411,14 @@ impl Waiting {
         let c = self.classes.best();
         if self.tail.is_empty() && self.rest.len() == 0 {
             // Every newcomer had a length class: the best class front or the top preempted head.
-            if self.classes.len == 0 {
-                return self.preempted.pop_back();
-            }
+            // With every class empty the best class's priority is `i64::MAX`, so a preempted
+            // head wins the first test; a tie with a real front is settled by arrival.
+            let key = self.classes.keys[c];
             return match self.preempted.back() {
-                Some(p) if p.key < self.classes.keys[c] || (p.key == self.classes.keys[c] && p.seq < self.classes.front(c).seq) => {
+                Some(p) if p.key < key || (p.key == key && (self.classes.len == 0 || p.seq < self.classes.front(c).seq)) => {
                     self.preempted.pop_back()
                 }
-                _ => Some(self.classes.pop(c)),
+                _ => (self.classes.len != 0).then(|| self.classes.pop(c)),
             };
         }
         self.pop_general(c)

@@ -54,8 +54,10 @@ impl LogHist {
             None => self.grow_and_count(i),
         }
         self.n += 1;
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
+        // `x` is not NaN (`max(0.0)` above), so plain comparisons do: one `minsd`/`maxsd` each
+        // instead of `f64::min`'s NaN handling.
+        self.min = if x < self.min { x } else { self.min };
+        self.max = if x > self.max { x } else { self.max };
     }
 
     #[cold]
