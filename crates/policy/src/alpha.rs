@@ -569,7 +569,9 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
             Some(a) if msg.alpha.is_none() => a,
             _ => self.alpha_for(&msg),
         };
-        let mut key = alpha * i64::from(msg.packets) + self.tick;
+        // α·l can pass i64 only for absurd lengths (α ≤ 10⁹ in fixed point times l > 10⁵
+        // packets): such a message saturates to the largest priority instead of wrapping.
+        let mut key = alpha.saturating_mul(i64::from(msg.packets)).saturating_add(self.tick);
         if self.cfg.in_order {
             let i = msg.flow as usize;
             if i >= self.flows.len() {
@@ -761,6 +763,16 @@ mod tests {
         p.enqueue(Message::new('b', 3, 2)).unwrap(); // 1 + 2 = 3, ties with a
         let s: Vec<char> = drain(&mut p).into_iter().filter(|x| x.1).map(|x| x.0).collect();
         assert_eq!(s, vec!['h', 'c', 'a', 'b']);
+    }
+
+    #[test]
+    fn huge_alpha_times_length_saturates_instead_of_wrapping() {
+        let mut p = AlphaSched::with_alpha(a(ALPHA_MAX));
+        p.enqueue(Message::new('s', 0, 1)).unwrap();
+        p.enqueue(Message::new('L', 1, u32::MAX)).unwrap();
+        p.enqueue(Message::new('m', 2, 3)).unwrap();
+        assert_eq!(p.dequeue().unwrap().item, 's');
+        assert_eq!(p.dequeue().unwrap().item, 'm', "the huge message ranks last, it did not wrap to first");
     }
 
     #[test]
