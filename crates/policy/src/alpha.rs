@@ -571,7 +571,8 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         };
         // α·l can pass i64 only for absurd lengths (α ≤ 10⁹ in fixed point times l > 10⁵
         // packets): such a message saturates to the largest priority instead of wrapping.
-        let mut key = alpha.saturating_mul(i64::from(msg.packets)).saturating_add(self.tick);
+        let key = alpha.checked_mul(i64::from(msg.packets)).and_then(|k| k.checked_add(self.tick));
+        let mut key = key.unwrap_or(i64::MAX);
         if self.cfg.in_order {
             let i = msg.flow as usize;
             if i >= self.flows.len() {
