@@ -320,18 +320,19 @@ impl Classes {
     /// The class with the best front (meaningful when any class holds a message).
     #[inline(always)]
     fn best(&self) -> usize {
-        // Every step is a conditional move, not a branch: which class is best is unpredictable.
-        // (The trip count, the number of classes in use, settles after the first few messages,
-        // so the loop exit predicts well.) Strictly lower only: ties go to the longer class.
-        let n = self.lens.len().clamp(1, MAX_CLASSES);
-        let mut best = 0;
-        let mut key = self.keys[0];
-        for c in 1..n {
-            let better = self.keys[c] < key;
-            best = std::hint::select_unpredictable(better, c, best);
-            key = std::hint::select_unpredictable(better, self.keys[c], key);
+        // A fixed three-level tournament over all eight slots (unused ones hold `i64::MAX`): no
+        // loop and no branch, every step a conditional move (which class is best is
+        // unpredictable). The right side wins only when strictly lower, so ties go to the lower
+        // index, the longer class.
+        #[inline(always)]
+        fn min(a: (usize, i64), b: (usize, i64)) -> (usize, i64) {
+            let right = b.1 < a.1;
+            (std::hint::select_unpredictable(right, b.0, a.0), std::hint::select_unpredictable(right, b.1, a.1))
         }
-        best
+        let k = &self.keys;
+        let ab = min(min((0, k[0]), (1, k[1])), min((2, k[2]), (3, k[3])));
+        let cd = min(min((4, k[4]), (5, k[5])), min((6, k[6]), (7, k[7])));
+        min(ab, cd).0
     }
 
     /// The front of class `c` (which is not empty).
