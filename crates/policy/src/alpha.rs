@@ -143,7 +143,12 @@ impl Ord for Key {
 struct Body<T> {
     alpha: i64,
     p: Pending<T>,
+    /// While the slot is free: the next free slot ([`NO_SLOT`] at the end of the list).
+    next_free: u32,
 }
+
+/// End of the free-slot list.
+const NO_SLOT: u32 = u32::MAX;
 
 /// The waiting messages other than the head, ordered by (priority, arrival).
 ///
@@ -471,7 +476,8 @@ pub struct AlphaSched<T> {
     head: Option<Key>,
     rest: Waiting,
     bodies: Vec<Body<T>>,
-    free: Vec<u32>,
+    /// First free slot of `bodies` (a list threaded through the free bodies).
+    free: u32,
     /// Clock value that triggers renormalisation, in fixed point.
     renorm_fx: i64,
     /// Node clock in fixed point (packets sent × 65536, minus renormalisation shifts).
@@ -496,7 +502,7 @@ impl<T: Copy> AlphaSched<T> {
             head: None,
             rest: Waiting::new(),
             bodies: Vec::new(),
-            free: Vec::new(),
+            free: NO_SLOT,
             renorm_fx: (cfg.renormalize_at.min(1 << 40) as i64).saturating_mul(ONE),
             tick: 0,
             tick_step: if cfg.infinite { 0 } else { ONE },
@@ -548,6 +554,13 @@ impl<T: Copy> AlphaSched<T> {
         self.cfg.alpha.fx()
     }
 
+    /// Puts a completed message's slot on the free list.
+    #[inline(always)]
+    fn release(&mut self, slot: u32) {
+        self.bodies[slot as usize].next_free = self.free;
+        self.free = slot;
+    }
+
     fn renormalise(&mut self) {
         let shift = self.tick;
         self.tick = 0;
@@ -586,11 +599,13 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
             f.last_key = key;
             f.outstanding += 1;
         }
-        let body = Body { alpha, p: Pending::of(&msg) };
-        let slot = match self.free.pop() {
-            Some(i) => {
-                self.bodies[i as usize] = body;
-                i
+        let body = Body { alpha, p: Pending::of(&msg), next_free: NO_SLOT };
+        let slot = match self.bodies.get_mut(self.free as usize) {
+            Some(b) => {
+                let slot = self.free;
+                self.free = b.next_free;
+                *b = body;
+                slot
             }
             None => {
                 self.bodies.push(body);
@@ -627,7 +642,8 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         h.key -= body.alpha;
         self.packets -= 1;
         if p.last {
-            self.free.push(h.slot);
+            let slot = h.slot;
+            self.release(slot);
             self.head = None;
             if self.cfg.in_order {
                 if let Some(f) = self.flows.get_mut(p.flow as usize) {
@@ -657,18 +673,16 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
             if left > rem {
                 body.p.left -= rem as u32;
                 h.key -= body.alpha * rem as i64;
-                self.tick += self.tick_step * rem as i64;
                 i = n;
                 self.head = Some(h);
                 break;
             }
-            body.p.left = 0;
-            h.key -= body.alpha * left as i64;
-            self.tick += self.tick_step * left as i64;
+            // It completes: its priority and packet count are never looked at again (the slot
+            // is free), and the clock advances once for the whole run below.
             i += left;
             done(i - 1, body.p.item);
             let flow = body.p.flow;
-            self.free.push(h.slot);
+            self.release(h.slot);
             if self.cfg.in_order {
                 if let Some(f) = self.flows.get_mut(flow as usize) {
                     f.outstanding -= 1;
@@ -683,6 +697,7 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
             }
         }
         self.packets -= i;
+        self.tick += self.tick_step * i as i64;
         if self.tick >= self.renorm_fx {
             self.renormalise();
         }
