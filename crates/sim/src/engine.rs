@@ -350,13 +350,17 @@ impl Lane {
     /// Replays a run of events; statically dispatched per policy type so the loop stays tight.
     fn replay(&mut self, path: &Path, delivered: &mut Vec<u32>) {
         let st = &mut self.stats;
+        if delivered.capacity() > 0 {
+            // Closed loops: collect the applications whose message was delivered.
+            return replay::<_, true>(&mut self.policy, st, path, delivered);
+        }
         match &mut self.policy {
-            AnyPolicy::Fifo(p) => replay(p, st, path, delivered),
-            AnyPolicy::RoundRobin(p) => replay(p, st, path, delivered),
-            AnyPolicy::RoundRobinHead(p) => replay(p, st, path, delivered),
-            AnyPolicy::Alpha(p) => replay(p, st, path, delivered),
+            AnyPolicy::Fifo(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::RoundRobin(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::RoundRobinHead(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::Alpha(p) => replay::<_, false>(p, st, path, delivered),
             #[allow(unreachable_patterns)]
-            other => replay(other, st, path, delivered),
+            other => replay::<_, false>(other, st, path, delivered),
         }
     }
 
@@ -452,16 +456,15 @@ impl LaneStats {
     }
 }
 
-/// The hot loop: one lane through a chunk of the path. With `collect` (closed loops), the
+/// The hot loop: one lane through a chunk of the path. With `COLLECT` (closed loops), the
 /// applications whose message was delivered are pushed to `delivered`.
 #[inline(never)]
-fn replay<P: Policy<Msg>>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
-    let collect = delivered.capacity() > 0;
+fn replay<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
     let mut served = 0;
     for s in &path.steps {
         let upto = s.before as usize;
         if upto > served {
-            serve(p, st, &path.times[served..upto], collect, delivered);
+            serve::<P, COLLECT>(p, st, &path.times[served..upto], delivered);
             served = upto;
         }
         if s.kind == Kind::Arrive {
@@ -481,10 +484,10 @@ fn replay<P: Policy<Msg>>(p: &mut P, st: &mut LaneStats, path: &Path, delivered:
 /// The packet starts at `times`, in a row with no arrival between them: every queue sends one
 /// packet at each. (Called from one place so that the policy's bulk dequeue is inlined.)
 #[inline(always)]
-fn serve<P: Policy<Msg>>(p: &mut P, st: &mut LaneStats, times: &[f64], collect: bool, delivered: &mut Vec<u32>) {
+fn serve<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, times: &[f64], delivered: &mut Vec<u32>) {
     let got = p.dequeue_many(times.len() as u64, &mut |i, m: Msg| {
         st.delivered(m, times[i as usize]);
-        if collect {
+        if COLLECT {
             delivered.push(m.app);
         }
     });
