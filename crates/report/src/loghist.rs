@@ -17,8 +17,10 @@ const ONE_BITS: u64 = 0x3FF0_0000_0000_0000;
 pub struct LogHist {
     counts: Vec<u32>,
     n: u64,
-    min: f64,
-    max: f64,
+    /// Bit patterns of the exact minimum and maximum: recorded values are non-negative (not
+    /// NaN, not -0), and such floats order like their bits, so an integer min/max does.
+    min_bits: u64,
+    max_bits: u64,
 }
 
 impl Default for LogHist {
@@ -30,7 +32,7 @@ impl Default for LogHist {
 impl LogHist {
     /// An empty histogram.
     pub fn new() -> Self {
-        LogHist { counts: Vec::new(), n: 0, min: f64::INFINITY, max: f64::NEG_INFINITY }
+        LogHist { counts: Vec::new(), n: 0, min_bits: u64::MAX, max_bits: 0 }
     }
 
     #[inline]
@@ -47,17 +49,16 @@ impl LogHist {
     /// bucket array the first time a bucket beyond it is hit.
     #[inline(always)]
     pub fn record(&mut self, x: f64) {
-        let x = x.max(0.0);
+        // Negative values, -0 and NaN all count as +0.
+        let x = if x > 0.0 { x } else { 0.0 };
         let i = Self::index(x);
         match self.counts.get_mut(i) {
             Some(c) => *c = c.saturating_add(1),
             None => self.grow_and_count(i),
         }
         self.n += 1;
-        // `x` is not NaN (`max(0.0)` above), so plain comparisons do: one `minsd`/`maxsd` each
-        // instead of `f64::min`'s NaN handling.
-        self.min = if x < self.min { x } else { self.min };
-        self.max = if x > self.max { x } else { self.max };
+        self.min_bits = self.min_bits.min(x.to_bits());
+        self.max_bits = self.max_bits.max(x.to_bits());
     }
 
     #[cold]
@@ -75,8 +76,8 @@ impl LogHist {
             *a = a.saturating_add(*b);
         }
         self.n += other.n;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        self.min_bits = self.min_bits.min(other.min_bits);
+        self.max_bits = self.max_bits.max(other.max_bits);
     }
 
     /// Number of values.
@@ -92,7 +93,7 @@ impl LogHist {
         if self.n == 0 {
             0.0
         } else {
-            self.max
+            f64::from_bits(self.max_bits)
         }
     }
     /// Exact minimum (0 when empty).
@@ -100,7 +101,7 @@ impl LogHist {
         if self.n == 0 {
             0.0
         } else {
-            self.min
+            f64::from_bits(self.min_bits)
         }
     }
 
@@ -115,10 +116,10 @@ impl LogHist {
             acc += u64::from(c);
             if acc >= rank {
                 let mid = (Self::lower_bound(i) + Self::lower_bound(i + 1)) / 2.0;
-                return mid.clamp(self.min, self.max);
+                return mid.clamp(self.min(), self.max());
             }
         }
-        self.max
+        self.max()
     }
 }
 
@@ -147,15 +148,17 @@ mod tests {
         h.record(0.0);
         h.record(-1.0);
         h.record(1e300);
-        // Two of three values are 0: the median lies in the first bucket, [0, 1/64).
+        h.record(f64::NAN);
+        h.record(-0.0);
+        // Four of five values are 0: the median lies in the first bucket, [0, 1/64).
         assert!(h.quantile(0.5) < 1.0 / 64.0, "{}", h.quantile(0.5));
-        assert_eq!(h.min(), 0.0, "negative values count as 0");
+        assert_eq!(h.min().to_bits(), 0, "negative values, -0 and NaN count as +0");
         assert_eq!(h.max(), 1e300);
         assert_eq!(LogHist::new().quantile(0.5), 0.0);
         let mut a = LogHist::new();
         a.record(5.0);
         a.merge(&h);
-        assert_eq!(a.len(), 4);
+        assert_eq!(a.len(), 6);
         assert_eq!(a.max(), 1e300);
     }
 }
