@@ -59,10 +59,11 @@ fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
     assert!(v["scheduler_thread"]["allowed_cpus"].is_array());
     assert!(v["machine"]["kernel"].is_string());
     // Timestamp files: six TAB-separated fields per transmitted packet.
-    for i in 0..4 {
+    assert_eq!(clients.len(), 4);
+    for (i, c) in clients.iter().enumerate() {
         let ts = std::fs::read_to_string(d.path().join(format!("queue-{i}.txt"))).unwrap();
         let n = ts.lines().count() as u64;
-        assert_eq!(n, clients[i]["transmitted_pkts"].as_u64().unwrap() + clients[i]["sched_drops"].as_u64().unwrap());
+        assert_eq!(n, c["transmitted_pkts"].as_u64().unwrap() + c["sched_drops"].as_u64().unwrap());
         for line in ts.lines() {
             let f: Vec<&str> = line.split('\t').collect();
             assert_eq!(f.len(), 6, "{line:?}");
