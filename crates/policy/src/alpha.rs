@@ -17,14 +17,16 @@
 //!
 //! ## Data structure
 //! The head (the message currently being sent) is held apart from the others, which wait keyed by
-//! (priority, arrival sequence), with the message bodies in a slab. With the policy's own fixed α
-//! (or SF), messages of one length enter in priority order, so each length is a FIFO
-//! (`Classes`: O(1) push, the next message is the best of at most eight fronts, compared without
-//! branches). Everything else (preempted heads, per-message α, tracking α, §11 ordering, a ninth
-//! length) goes to a FIFO tail when it is behind every waiting message, otherwise into a sorted
-//! vector (a binary heap when long) by binary search instead of the listing's linear scan of a
-//! linked list. The next message is the best of the three fronts; sending packets of the head is
-//! O(1), and a run of packet starts with no arrival costs O(messages completed).
+//! (priority, arrival sequence), with the message bodies in a slab. With the policy's own fixed
+//! α > 0 (or SF), messages of one length enter in priority order, so each length is a FIFO
+//! (`Classes`: O(1) push; the next message is the best of at most eight fronts, found by a
+//! branch-free tournament on the priorities alone, ties going to the longer and therefore older
+//! message). A preempted head goes on a stack, best on top. Everything else (per-message α,
+//! tracking α, §11 ordering, α = 0, a ninth length) goes to a FIFO tail when it is behind every
+//! waiting message, otherwise into a sorted vector (a binary heap when long) by binary search
+//! instead of the listing's linear scan of a linked list. The next message is the best of these
+//! fronts; sending packets of the head is O(1), and a run of packet starts with no arrival costs
+//! O(messages completed).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -246,7 +248,7 @@ const MAX_CLASS_LEN: u32 = 1 << 12;
 /// FIFO, pushing is O(1), and the next message is the best of at most [`MAX_CLASSES`] fronts. (§9
 /// of the report makes the same observation: among messages of one length alpha scheduling is
 /// FIFO.) A head that is preempted has a smaller priority than its length implies and goes to the
-/// general structure.
+/// stack of preempted heads instead.
 ///
 /// Only the fronts' priorities are compared, not their arrival order: for α > 0 two fronts of
 /// different lengths with equal priorities `c₁ + α·l₁ = c₂ + α·l₂` have `c₁ > c₂` when `l₁ < l₂`,
