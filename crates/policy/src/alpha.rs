@@ -370,8 +370,8 @@ impl Classes {
 
 /// The waiting messages other than the head: a FIFO `tail` of newcomers that arrived in priority
 /// order behind everything else (O(1): the usual case for small α, and for any fixed α among
-/// messages of one length, §9), and the `rest` for the others; the next message is the better of
-/// the two fronts.
+/// messages of one length, §9), the `rest` for the others, the length `classes` and the
+/// `preempted` heads; the next message is the best of their fronts.
 #[derive(Clone, Debug)]
 struct Waiting {
     tail: VecDeque<Key>,
