@@ -705,6 +705,18 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         }
         i
     }
+    #[inline]
+    fn bypass(&mut self, packets: u64) -> bool {
+        // An emptied queue remembers only its clock: the arrival counter's gaps do not matter
+        // (only the order of arrivals is compared), tracking α sees no queued packets either way,
+        // and §11's last priority per flow is ignored while the flow has nothing outstanding.
+        debug_assert!(self.is_empty());
+        self.tick += self.tick_step * packets as i64;
+        if self.tick >= self.renorm_fx {
+            self.renormalise();
+        }
+        true
+    }
     fn is_empty(&self) -> bool {
         self.head.is_none() && self.rest.is_empty()
     }

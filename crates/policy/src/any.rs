@@ -52,6 +52,10 @@ impl<T: Copy> Policy<T> for AnyPolicy<T> {
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
         each!(self, p => p.dequeue_many(n, done))
     }
+    #[inline]
+    fn bypass(&mut self, packets: u64) -> bool {
+        each!(self, p => p.bypass(packets))
+    }
     fn is_empty(&self) -> bool {
         each!(self, p => p.is_empty())
     }

@@ -146,6 +146,19 @@ pub trait Policy<T: Copy> {
         }
         n
     }
+    /// A lock-step simulator's shortcut: a message of `packets` packets arrived while this policy
+    /// was empty and was sent whole before anything else arrived, so every policy would have sent
+    /// it the same way; the caller sent it without passing it through. Returns true when the
+    /// policy's later decisions are exactly those it would make had the message passed through
+    /// (after advancing any packet clock by `packets` here); false, the default, when it cannot
+    /// promise that (say, flow-level policies that remember finish tags), and the caller must then
+    /// enqueue the message and dequeue its packets as usual. Call it only while the policy is
+    /// empty. Property tests check it against passing the message through.
+    #[inline]
+    fn bypass(&mut self, packets: u64) -> bool {
+        let _ = packets;
+        false
+    }
     /// True when no packet waits.
     fn is_empty(&self) -> bool;
     /// Messages with packets still waiting.

@@ -118,6 +118,12 @@ impl<T: Copy> Policy<T> for Fifo<T> {
         l.packets -= i;
         i
     }
+    #[inline]
+    fn bypass(&mut self, _packets: u64) -> bool {
+        // An emptied queue keeps no memory of what it sent.
+        debug_assert!(self.is_empty());
+        true
+    }
     line_queries!("FIFO");
 }
 
@@ -169,6 +175,12 @@ impl<T: Copy> Policy<T> for RoundRobin<T> {
         );
         l.packets -= i;
         i
+    }
+    #[inline]
+    fn bypass(&mut self, _packets: u64) -> bool {
+        // An emptied queue keeps no memory of what it sent.
+        debug_assert!(self.is_empty());
+        true
     }
     line_queries!("RR");
 }
@@ -233,6 +245,12 @@ impl<T: Copy> Policy<T> for RoundRobinHead<T> {
         self.fresh = self.fresh.saturating_sub(i as usize);
         self.packets -= i;
         i
+    }
+    #[inline]
+    fn bypass(&mut self, _packets: u64) -> bool {
+        // An emptied queue keeps no memory of what it sent.
+        debug_assert!(self.is_empty());
+        true
     }
     fn is_empty(&self) -> bool {
         self.ring.is_empty()

@@ -7,7 +7,7 @@
 //!
 //! Layers: [`model`] (validated inputs: length distributions, strategies, traces),
 //! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`output`] (the report's tables, `>>` lines, JSON,
-//! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`] (throughput benchmark), [`cli`] (`schedlab sim`).
+//! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`](mod@bench) (throughput benchmark), [`cli`] (`schedlab sim`).
 //!
 //! Time is measured in *time units*: the mean packet service time (field suffix `_tu`).
 

@@ -177,7 +177,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// Parses a strategy name: RR', RR, FIFO, SF, a number, track:LOW:HIGH[:GAIN], prio.
+    /// Parses a strategy name: RR', RR, FIFO, SF, a number, `track:LOW:HIGH[:GAIN]`, prio.
     pub fn parse(s: &str) -> Result<Strategy, ModelError> {
         let t = s.trim();
         let up = t.to_ascii_uppercase();
