@@ -843,7 +843,7 @@ impl<'a> Generator<'a> {
                         break;
                     }
                     sent += 1;
-                    out.times.push(t);
+                    out.take(t);
                     t += 0.5 + 0.5 * zig.sample(&mut service);
                 }
                 self.packets_out = sent;
@@ -875,7 +875,7 @@ impl<'a> Generator<'a> {
             if !self.busy {
                 self.busy = true;
                 self.packets_out += 1;
-                out.times.push(t);
+                out.take(t);
                 self.service_end = t + 0.5 + 0.5 * zig.sample(&mut service);
             }
             self.close_batches(out);
