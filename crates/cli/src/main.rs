@@ -5,6 +5,8 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use schedlab_report::frontend::{exit, guard_closed_pipes};
+
 const USAGE: &str = "\
 schedlab — when many senders share one outlet, how should their messages be ordered,
 and what does each layer under the scheduler cost?
@@ -36,16 +38,17 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
         "rdma" => schedlab_rdma::cli::main(args),
         other => {
             eprintln!("schedlab: unknown command '{other}'\n\n{USAGE}");
-            Ok(2)
+            Ok(exit::USAGE)
         }
     }
 }
 
 fn main() -> ExitCode {
+    guard_closed_pipes();
     let mut argv: Vec<OsString> = std::env::args_os().collect();
     if argv.len() < 2 {
         eprint!("{USAGE}");
-        return ExitCode::from(2);
+        return ExitCode::from(exit::USAGE as u8);
     }
     let cmd = argv[1].to_string_lossy().into_owned();
     match cmd.as_str() {
@@ -65,7 +68,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("schedlab {cmd}: error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(exit::ERROR as u8)
         }
     }
 }

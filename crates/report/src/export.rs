@@ -59,7 +59,7 @@ impl<W: Write> Csv<W> {
 }
 
 fn quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
@@ -76,5 +76,13 @@ mod tests {
         assert!(c.row(&["x"]).is_err());
         let out = String::from_utf8(c.finish().unwrap()).unwrap();
         assert_eq!(out, "name,lat_us\n\"a,b\",1.5\n");
+    }
+
+    #[test]
+    fn csv_quotes_carriage_returns_and_quotes() {
+        let mut c = Csv::new(Vec::new(), &["a", "b"]).unwrap();
+        c.row(&["x\ry", "say \"hi\""]).unwrap();
+        let out = String::from_utf8(c.finish().unwrap()).unwrap();
+        assert_eq!(out, "a,b\n\"x\ry\",\"say \"\"hi\"\"\"\n");
     }
 }

@@ -10,10 +10,14 @@
 //! - [`plot`]: small dependency-free SVG charts (lines, candlesticks) for people who would rather
 //!   look than read.
 //!
+//! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
+//!   closed pipe, the exit codes.
+//!
 //! Nothing here knows about scheduling; the layers above (`sim`, `sched`, `prims`, `echo`, `rdma`)
 //! depend on it, never the reverse.
 
 pub mod export;
+pub mod frontend;
 pub mod hist;
 pub mod loghist;
 pub mod machine;
