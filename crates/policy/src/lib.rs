@@ -26,8 +26,29 @@
 //!   sent, a strictly lower newcomer preempts, ties go oldest first (§6). Also shortest-remaining-first
 //!   (α = ∞, §5), tracking α (§13), per-message α (§10) and in-order delivery per flow (§11).
 //!
-//! Flow-level (weighted) policies used by the real harness live beside them and implement the same
-//! trait (see [`any::AnyPolicy`]).
+//! Flow-level (weighted) policies live beside them and implement the same trait: [`Drr`] (deficit
+//! round robin), [`Wf2qPlus`] and [`Qfq`], each over flows configured by [`FlowWeight`]s (see
+//! [`any::AnyPolicy`]).
+//!
+//! ## One vocabulary: names to policies
+//! Front ends never map names to policies themselves: [`PolicySpec::parse`] reads a name (`fifo`,
+//! `mrr`, `rr'`, `alpha:10` or `10`, `sf`, `track:1:100`, `prio`, `drr`, `wf2qp`, `qfq`),
+//! [`PolicySpec::label`] gives its table label and [`PolicySpec::build`] makes the policy, so a
+//! name means one policy in every front end and every policy is reachable from each. The seeds'
+//! own spellings that differ between front ends (`rr` is the report's message round robin in the
+//! simulator but deficit round robin in the harness; the listing's `-1`/`-2`) are resolved by an
+//! explicit [`Dialect`]. The full table is in [`spec`].
+//!
+//! ```
+//! use schedlab_policy::{BuildOptions, Dialect, FlowWeight, Policy, PolicySpec};
+//! let sim_rr = PolicySpec::parse("rr", Dialect::Sim).unwrap();
+//! let sched_rr = PolicySpec::parse("rr", Dialect::Sched).unwrap();
+//! assert_eq!((sim_rr.label().as_str(), sched_rr.label().as_str()), ("RR", "DRR"));
+//! assert_eq!(PolicySpec::parse(&sched_rr.name(), Dialect::Sim).unwrap(), sched_rr);
+//! let flows = vec![FlowWeight::new(1, 1500); 4];
+//! let p = sched_rr.build::<u32>(&BuildOptions::default().flows(&flows));
+//! assert_eq!(p.label(), "DRR");
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod alpha;
@@ -36,6 +57,7 @@ pub mod drr;
 pub mod qfq;
 mod ring;
 pub mod rr;
+pub mod spec;
 pub mod wf2qp;
 
 pub use alpha::{Alpha, AlphaConfig, AlphaSched, Tracking};
@@ -43,6 +65,7 @@ pub use any::AnyPolicy;
 pub use drr::{Drr, FlowWeight};
 pub use qfq::Qfq;
 pub use rr::{Fifo, RoundRobin, RoundRobinHead};
+pub use spec::{BuildOptions, Dialect, Family, PolicySpec, SpecError};
 pub use wf2qp::Wf2qPlus;
 
 /// Identifies the sender (application, client thread, flow) a message belongs to.

@@ -18,7 +18,7 @@ use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
 use crate::engine::{run, Arrivals, Control, RunResult, SimConfig};
-use crate::model::{check_traffic, parse_alpha_classes, read_trace, LengthDist, Strategy};
+use crate::model::{check_traffic, parse_alpha_classes, parse_strategy, read_trace, report_defaults, LengthDist, Strategy};
 use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, CSV_HEADER};
 use crate::plot::write_figures;
 
@@ -168,9 +168,9 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         LengthDist::new(&parts)?
     };
     let mut strategies = if a.alphas.is_empty() {
-        Strategy::report_defaults()
+        report_defaults()
     } else {
-        a.alphas.iter().map(|s| Strategy::parse(s)).collect::<Result<Vec<_>, _>>()?
+        a.alphas.iter().map(|s| parse_strategy(s)).collect::<Result<Vec<_>, _>>()?
     };
     let msg_alpha = match &a.msg_alpha {
         Some(s) => parse_alpha_classes(s)?,

@@ -28,12 +28,12 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use schedlab_policy::{Alpha, AlphaSched, AnyPolicy, Fifo, Message, Policy, RoundRobin, RoundRobinHead};
+use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, Message, Policy};
 use schedlab_report::LogHist;
 use serde::Serialize;
 
 use crate::expo::Ziggurat;
-use crate::model::{AlphaClass, LengthDist, Strategy, TraceArrival};
+use crate::model::{listing_alpha, report_defaults, AlphaClass, LengthDist, Strategy, TraceArrival};
 
 /// Where messages come from.
 #[derive(Clone, Debug)]
@@ -78,7 +78,7 @@ impl SimConfig {
     pub fn report(traffic: f64, packets: u64, seed: u64) -> Self {
         SimConfig {
             traffic,
-            strategies: Strategy::report_defaults(),
+            strategies: report_defaults(),
             dist: LengthDist::report_default(),
             queue_delay: 200.0,
             packets,
@@ -325,14 +325,13 @@ struct Lane {
 impl Lane {
     fn new(s: &Strategy, cfg: &SimConfig, max_len: u32) -> Lane {
         let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
-        let policy = match s {
-            Strategy::RrPrime => AnyPolicy::RoundRobinHead(RoundRobinHead::new()),
-            Strategy::Rr => AnyPolicy::RoundRobin(RoundRobin::new()),
-            Strategy::Fifo => AnyPolicy::Fifo(Fifo::new()),
-            other => AnyPolicy::Alpha(AlphaSched::new(
-                other.alpha_config(cfg.in_order, fallback).expect("alpha-family strategy"),
-            )),
-        };
+        // Flow-level policies: one flow per application, equal weights, unit packets.
+        let flows = vec![FlowWeight::new(1, 1); cfg.apps.max(1) as usize];
+        let opts = BuildOptions::default()
+            .flows(&flows)
+            .in_order(cfg.in_order)
+            .default_alpha(Alpha::new(fallback).expect("validated"));
+        let policy = s.build(&opts);
         let apps = if cfg.apps > 1 { cfg.apps as usize } else { 0 };
         let class_alpha = if matches!(s, Strategy::Prio) {
             cfg.msg_alpha.iter().map(|c| Alpha::new(c.alpha).expect("validated")).collect()
@@ -381,7 +380,7 @@ impl Lane {
         let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
         StrategyResult {
             label: self.strategy.label(),
-            listing_alpha: self.strategy.listing_alpha(),
+            listing_alpha: listing_alpha(&self.strategy),
             period_min: periods.iter().copied().fold(f64::INFINITY, f64::min),
             period_max: periods.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             by_len,
@@ -1033,7 +1032,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
                 .iter()
                 .filter_map(|l| {
                     let (out, lens, all) = l.stats.checks.get(k)?.clone();
-                    Some((l.strategy.listing_alpha(), q, out, lens, all))
+                    Some((listing_alpha(&l.strategy), q, out, lens, all))
                 })
                 .collect(),
         })
@@ -1054,7 +1053,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Strategy;
+    use crate::model::{parse_strategy, Strategy};
 
     /// Equal, numbers to 1e-12 relative: the two generators add a service time to the clock in a
     /// different order, so latencies can differ in the last bit.
@@ -1082,9 +1081,9 @@ mod tests {
     /// §11 ordering and α = 0 too.
     #[test]
     fn fast_path_with_lone_messages_equals_the_general_path() {
-        let mut strategies = Strategy::report_defaults();
+        let mut strategies = report_defaults();
         strategies.push(Strategy::Track { low: 1.0, high: 100.0, gain: 1.0 });
-        strategies.push(Strategy::parse("0").unwrap());
+        strategies.push(parse_strategy("0").unwrap());
         for (traffic, seed) in [(0.5, 1), (30.0, 2), (70.0, 3), (96.0, 4)] {
             for in_order in [false, true] {
                 let cfg = SimConfig { strategies: strategies.clone(), in_order, ..SimConfig::report(traffic, 150_000, seed) };

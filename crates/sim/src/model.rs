@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab_policy::{Alpha, AlphaConfig};
+use schedlab_policy::{Alpha, Dialect, PolicySpec, SpecError};
 
 /// Why a model description was refused. Messages say what to change.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -20,8 +20,8 @@ pub enum ModelError {
     TooLong { got: i64, max: u32 },
     #[error("queue sampling delay {0} must be a positive number of time units")]
     QueueDelay(f64),
-    #[error("unknown strategy '{0}': use RR', RR, FIFO, SF, a number alpha >= 0 (or -2/-1/0 as in the listing), track:LOW:HIGH[:GAIN] or prio")]
-    Strategy(String),
+    #[error(transparent)]
+    Strategy(#[from] SpecError),
     #[error("bad alpha '{0}': {1}")]
     Alpha(String, String),
     #[error("{file}:{line}: field '{field}': {msg}")]
@@ -157,128 +157,39 @@ impl LengthDist {
     }
 }
 
-/// Which scheduling strategy a queue runs.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub enum Strategy {
-    /// Round robin with new messages at the head (listing α = −2).
-    RrPrime,
-    /// Round robin (listing α = −1).
-    Rr,
-    /// FIFO (listing α = 0).
-    Fifo,
-    /// Alpha scheduling with a fixed α.
-    Alpha(f64),
-    /// Shortest remaining first (α = ∞; the listing's 1e6).
-    Sf,
-    /// Tracking α (§13) between LOW and HIGH, α = GAIN × queued packets.
-    Track { low: f64, high: f64, gain: f64 },
-    /// α per message drawn from `--msg-alpha` classes (§10).
-    Prio,
+/// Which scheduling strategy a queue runs: a policy of the shared vocabulary
+/// ([`schedlab_policy::spec`]), parsed in the simulator's dialect by [`parse_strategy`].
+pub type Strategy = PolicySpec;
+
+/// Parses a strategy name in the simulator's dialect: RR', RR (the report's message round robin),
+/// FIFO, SF, a number α (or −2/−1/0 as in the listing), `track:LOW:HIGH[:GAIN]`, prio, and the
+/// flow-level drr, wf2qp, qfq (see [`schedlab_policy::spec`]).
+pub fn parse_strategy(s: &str) -> Result<Strategy, ModelError> {
+    Ok(PolicySpec::parse(s, Dialect::Sim)?)
 }
 
-impl Strategy {
-    /// Parses a strategy name: RR', RR, FIFO, SF, a number, `track:LOW:HIGH[:GAIN]`, prio.
-    pub fn parse(s: &str) -> Result<Strategy, ModelError> {
-        let t = s.trim();
-        let up = t.to_ascii_uppercase();
-        match up.as_str() {
-            "RR'" | "RRP" | "RR-PRIME" | "RRH" => return Ok(Strategy::RrPrime),
-            "RR" => return Ok(Strategy::Rr),
-            "FIFO" => return Ok(Strategy::Fifo),
-            "SF" | "INF" => return Ok(Strategy::Sf),
-            "PRIO" => return Ok(Strategy::Prio),
-            _ => {}
-        }
-        if let Some(rest) = up.strip_prefix("TRACK:") {
-            let f: Vec<&str> = rest.split(':').collect();
-            let num = |x: &str| x.parse::<f64>().map_err(|_| ModelError::Strategy(s.into()));
-            if !(2..=3).contains(&f.len()) {
-                return Err(ModelError::Strategy(s.into()));
-            }
-            let (low, high) = (num(f[0])?, num(f[1])?);
-            let gain = if f.len() == 3 { num(f[2])? } else { 1.0 };
-            for v in [low, high] {
-                Alpha::new(v).map_err(|e| ModelError::Alpha(s.into(), e.to_string()))?;
-            }
-            if high < low || !(gain.is_finite() && gain >= 0.0) {
-                return Err(ModelError::Alpha(s.into(), "need LOW <= HIGH and GAIN >= 0".into()));
-            }
-            return Ok(Strategy::Track { low, high, gain });
-        }
-        let v: f64 = t.parse().map_err(|_| ModelError::Strategy(s.into()))?;
-        Self::from_listing_alpha(v).map_err(|_| ModelError::Strategy(s.into()))
-    }
+/// The report's 13 default strategies: RR', RR, FIFO, 1, 2, 3, 6, 10, 20, 30, 60, 100, SF.
+pub fn report_defaults() -> Vec<Strategy> {
+    let mut v = vec![PolicySpec::RoundRobinHead, PolicySpec::RoundRobin, PolicySpec::Fifo];
+    v.extend([1.0, 2.0, 3.0, 6.0, 10.0, 20.0, 30.0, 60.0, 100.0].map(PolicySpec::Alpha));
+    v.push(PolicySpec::ShortestFirst);
+    v
+}
 
-    /// The listing's numeric convention: −2 RR′, −1 RR, 0 FIFO, ≥ 1e6 shortest-first.
-    pub fn from_listing_alpha(v: f64) -> Result<Strategy, ModelError> {
-        if v == -2.0 {
-            Ok(Strategy::RrPrime)
-        } else if v == -1.0 {
-            Ok(Strategy::Rr)
-        } else if v == 0.0 {
-            Ok(Strategy::Fifo)
-        } else if v >= 1e6 {
-            Ok(Strategy::Sf)
-        } else if v > 0.0 && v.is_finite() {
-            Alpha::new(v).map_err(|e| ModelError::Alpha(v.to_string(), e.to_string()))?;
-            Ok(Strategy::Alpha(v))
-        } else {
-            Err(ModelError::Strategy(v.to_string()))
-        }
-    }
-
-    /// The report's 13 default strategies: RR', RR, FIFO, 1, 2, 3, 6, 10, 20, 30, 60, 100, SF.
-    pub fn report_defaults() -> Vec<Strategy> {
-        let mut v = vec![Strategy::RrPrime, Strategy::Rr, Strategy::Fifo];
-        v.extend([1.0, 2.0, 3.0, 6.0, 10.0, 20.0, 30.0, 60.0, 100.0].map(Strategy::Alpha));
-        v.push(Strategy::Sf);
-        v
-    }
-
-    /// Row label as in the report's tables.
-    pub fn label(&self) -> String {
-        match self {
-            Strategy::RrPrime => "RR'".into(),
-            Strategy::Rr => "RR".into(),
-            Strategy::Fifo => "FIFO".into(),
-            Strategy::Alpha(a) => format!("{a}"),
-            Strategy::Sf => "SF".into(),
-            Strategy::Track { low, high, gain } => {
-                if *gain == 1.0 {
-                    format!("track{low}-{high}")
-                } else {
-                    format!("track{low}-{high}x{gain}")
-                }
-            }
-            Strategy::Prio => "prio".into(),
-        }
-    }
-
-    /// The listing's numeric α for the `>>` lines (−2, −1, 0, α, 1e6).
-    pub fn listing_alpha(&self) -> f64 {
-        match self {
-            Strategy::RrPrime => -2.0,
-            Strategy::Rr => -1.0,
-            Strategy::Fifo => 0.0,
-            Strategy::Alpha(a) => *a,
-            Strategy::Sf => 1e6,
-            Strategy::Track { high, .. } => *high,
-            Strategy::Prio => -3.0,
-        }
-    }
-
-    /// The alpha configuration for alpha-family strategies.
-    pub(crate) fn alpha_config(&self, in_order: bool, fallback: f64) -> Option<AlphaConfig> {
-        let a = |x: f64| Alpha::new(x).expect("validated at parse time");
-        let mut cfg = match self {
-            Strategy::Alpha(x) => AlphaConfig::fixed(a(*x)),
-            Strategy::Sf => AlphaConfig::shortest_first(),
-            Strategy::Track { low, high, gain } => AlphaConfig::tracking(a(*low), a(*high), *gain),
-            Strategy::Prio => AlphaConfig::fixed(a(fallback)),
-            _ => return None,
-        };
-        cfg.in_order = in_order;
-        Some(cfg)
+/// The listing's numeric α for the `>>` lines (−2, −1, 0, α, 1e6); beyond the listing: tracking
+/// gives its HIGH, prio −3, DRR −4, WF2Q+ −5, QFQ −6.
+pub fn listing_alpha(s: &Strategy) -> f64 {
+    match s {
+        PolicySpec::RoundRobinHead => -2.0,
+        PolicySpec::RoundRobin => -1.0,
+        PolicySpec::Fifo => 0.0,
+        PolicySpec::Alpha(a) => *a,
+        PolicySpec::ShortestFirst => 1e6,
+        PolicySpec::Track { high, .. } => *high,
+        PolicySpec::Prio => -3.0,
+        PolicySpec::Drr => -4.0,
+        PolicySpec::Wf2qPlus => -5.0,
+        PolicySpec::Qfq => -6.0,
     }
 }
 
@@ -403,17 +314,21 @@ mod tests {
 
     #[test]
     fn strategies_parse_like_the_listing() {
-        assert_eq!(Strategy::parse("-2").unwrap(), Strategy::RrPrime);
-        assert_eq!(Strategy::parse("-1").unwrap(), Strategy::Rr);
-        assert_eq!(Strategy::parse("0").unwrap(), Strategy::Fifo);
-        assert_eq!(Strategy::parse("1e6").unwrap(), Strategy::Sf);
-        assert_eq!(Strategy::parse("RR'").unwrap(), Strategy::RrPrime);
-        assert_eq!(Strategy::parse("10").unwrap().label(), "10");
-        assert_eq!(Strategy::parse("track:1:100").unwrap().label(), "track1-100");
-        assert!(Strategy::parse("-5").is_err());
-        assert!(Strategy::parse("bogus").is_err());
-        assert!(Strategy::parse("track:100:1").is_err());
-        assert_eq!(Strategy::report_defaults().len(), 13);
+        assert_eq!(parse_strategy("-2").unwrap(), Strategy::RoundRobinHead);
+        assert_eq!(parse_strategy("-1").unwrap(), Strategy::RoundRobin);
+        assert_eq!(parse_strategy("RR").unwrap(), Strategy::RoundRobin);
+        assert_eq!(parse_strategy("0").unwrap(), Strategy::Fifo);
+        assert_eq!(parse_strategy("1e6").unwrap(), Strategy::ShortestFirst);
+        assert_eq!(parse_strategy("RR'").unwrap(), Strategy::RoundRobinHead);
+        assert_eq!(parse_strategy("10").unwrap().label(), "10");
+        assert_eq!(parse_strategy("track:1:100").unwrap().label(), "track1-100");
+        assert_eq!(parse_strategy("drr").unwrap(), Strategy::Drr);
+        assert!(parse_strategy("-5").is_err());
+        assert!(parse_strategy("bogus").is_err());
+        assert!(parse_strategy("track:100:1").is_err());
+        assert_eq!(report_defaults().len(), 13);
+        let listing: Vec<f64> = report_defaults().iter().map(listing_alpha).collect();
+        assert_eq!(listing, [-2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 6.0, 10.0, 20.0, 30.0, 60.0, 100.0, 1e6]);
     }
 
     #[test]

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use schedlab_sim::engine::{run, Arrivals, Control, SimConfig};
-use schedlab_sim::model::{parse_alpha_classes, LengthDist, Strategy, TraceArrival};
+use schedlab_sim::model::{parse_alpha_classes, report_defaults, LengthDist, Strategy, TraceArrival};
 
 fn all_strategies() -> Vec<Strategy> {
-    let mut v = Strategy::report_defaults();
+    let mut v = report_defaults();
     v.push(Strategy::Track { low: 1.0, high: 100.0, gain: 1.0 });
     v
 }
@@ -75,7 +75,7 @@ fn latency_ordering_matches_the_report_at_high_load() {
 fn in_order_removes_reordering() {
     let mut cfg = SimConfig::report(90.0, 300_000, 5);
     cfg.apps = 4;
-    cfg.strategies = vec![Strategy::Fifo, Strategy::Alpha(10.0), Strategy::Sf];
+    cfg.strategies = vec![Strategy::Fifo, Strategy::Alpha(10.0), Strategy::ShortestFirst];
     let r = run(&cfg, &Control::default());
     assert_eq!(r.strategies[0].reordered, 0, "FIFO never reorders");
     assert!(r.strategies[1].reordered > 0 && r.strategies[2].reordered > 0);
@@ -106,7 +106,7 @@ fn closed_loop_bounds_the_queue() {
     let mut cfg = SimConfig::report(95.0, 300_000, 7);
     cfg.arrivals = Arrivals::Closed { apps: 8 };
     cfg.apps = 8;
-    cfg.strategies = vec![Strategy::Fifo, Strategy::Sf];
+    cfg.strategies = vec![Strategy::Fifo, Strategy::ShortestFirst];
     let r = run(&cfg, &Control::default());
     // With 8 applications at most 8 messages are ever queued: 8 x 20 packets is the hard bound.
     for s in &r.strategies {

@@ -2,7 +2,7 @@
 //! (the same inputs the cargo-fuzz target in `fuzz/` explores without bounds).
 
 use proptest::prelude::*;
-use schedlab_sim::model::{parse_alpha_classes, read_trace, LengthDist, Strategy};
+use schedlab_sim::model::{parse_alpha_classes, parse_strategy, read_trace, LengthDist};
 
 fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("schedlab-fuzz-{}-{name}", std::process::id()));
@@ -15,8 +15,8 @@ proptest! {
 
     #[test]
     fn strategy_and_class_parsers_never_panic(s in "\\PC{0,40}", t in "[-0-9a-zA-Z:.,'e ]{0,40}") {
-        let _ = Strategy::parse(&s);
-        let _ = Strategy::parse(&t);
+        let _ = parse_strategy(&s);
+        let _ = parse_strategy(&t);
         let _ = parse_alpha_classes(&s);
         let _ = parse_alpha_classes(&t);
     }
