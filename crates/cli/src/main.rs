@@ -26,6 +26,7 @@ Commands:
   hist        percentile summary and log2 histogram of numbers, one per line
   echo-bench  the whole echo latency matrix, CSV and candlestick chart
   rdma        perftest-style RDMA flow benchmark; `rdma share A.txt B.txt` analyses two flows
+  sweep       grids of simulations from a TOML spec into one table (resumable, --shard I/N, merge)
 ";
 
 fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
@@ -36,6 +37,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
         "echo" | "burst" | "test-burst" | "hist" | "echo-bench" => schedlab_echo::cli::main(args),
         c if c.starts_with("echo-") => schedlab_echo::cli::main(args),
         "rdma" => schedlab_rdma::cli::main(args),
+        "sweep" => schedlab_sweep::cli::main(args),
         other => {
             eprintln!("schedlab: unknown command '{other}'\n\n{USAGE}");
             Ok(exit::USAGE)

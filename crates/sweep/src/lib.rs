@@ -1,0 +1,21 @@
+//! # schedlab-sweep — grids of simulator runs at scale
+//!
+//! A sweep spec (TOML, [`spec`]) names axes — traffic levels, length distributions, service
+//! models, packet counts, seeds — and options fixed across them. Each point of the grid is a
+//! *cell*: one simulator run with every strategy in lock step. [`run::run_cell`] turns a cell
+//! into rows of the tidy table ([`table`]), and is the one entry point that the local pool
+//! ([`run::run_local`]), the Python package and its Ray backend all call, so every backend gives
+//! identical numbers for the same seeds. [`journal`] makes local runs resumable; [`cli`] is
+//! `schedlab sweep` and `schedlab sweep merge`.
+
+pub mod cli;
+pub mod journal;
+pub mod run;
+pub mod spec;
+pub mod table;
+
+pub use run::run_cell;
+pub use spec::{CellJob, Sweep};
+
+/// This build's version, recorded in every row and in the sweep fingerprint.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

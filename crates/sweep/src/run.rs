@@ -1,0 +1,164 @@
+//! Running cells: one cell -> rows ([`run_cell`], the entry point the local pool, Python and Ray
+//! all call), and the local pool over every core ([`run_local`]).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use schedlab_sim::model::AlphaClass;
+use schedlab_sim::{run, Arrivals, Control, SimConfig, Strategy};
+
+use crate::spec::CellJob;
+use crate::table::{Row, Value};
+
+/// The simulator configuration of a cell.
+pub fn sim_config(job: &CellJob) -> Result<SimConfig> {
+    let strategies = job.strategies.iter().map(|s| Strategy::parse(s)).collect::<Result<Vec<_>, _>>()?;
+    let dist = job.lengths.to_length_dist().map_err(|e| anyhow!("cell {}: lengths: {e}", job.cell))?;
+    let o = &job.options;
+    Ok(SimConfig {
+        traffic: job.traffic_pct,
+        strategies,
+        dist,
+        queue_delay: o.queue_delay_tu,
+        packets: job.packets,
+        seed: job.seed,
+        apps: o.apps,
+        in_order: o.in_order,
+        msg_alpha: o.msg_alpha.iter().map(|&(alpha, pct)| AlphaClass { alpha, frac: pct / 100.0 }).collect(),
+        arrivals: if o.closed > 0 { Arrivals::Closed { apps: o.closed } } else { Arrivals::Poisson },
+        batches: o.batches,
+        checkpoints: false,
+    })
+}
+
+/// Runs one cell. `None` when it was stopped through `ctl` (an unfinished cell has no rows).
+pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>> {
+    if job.service != "report" {
+        return Err(anyhow!("cell {}: unknown service model '{}'", job.cell, job.service));
+    }
+    let cfg = sim_config(job)?;
+    let r = run(&cfg, ctl);
+    if r.interrupted || ctl.stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let mean_len = cfg.dist.mean();
+    let o = &job.options;
+    let mut rows = Vec::new();
+    for st in &r.strategies {
+        for l in st.by_len.iter().chain(std::iter::once(&st.overall)) {
+            let len = if l.len == 0 { mean_len } else { f64::from(l.len) };
+            rows.push(vec![
+                Value::Str(job.sweep_id.clone()),
+                Value::Int(job.cell as i64),
+                Value::Int(job.cells_total as i64),
+                Value::f(job.traffic_pct),
+                Value::Str(job.lengths.name.clone()),
+                Value::f(mean_len),
+                Value::Str(job.service.clone()),
+                Value::Int(job.packets as i64),
+                Value::Int(job.seed as i64),
+                Value::Int(i64::from(job.replication)),
+                Value::f(o.queue_delay_tu),
+                Value::Int(i64::from(o.batches)),
+                Value::Int(i64::from(o.apps)),
+                Value::Int(i64::from(o.closed)),
+                Value::Bool(o.in_order),
+                Value::Str(st.label.clone()),
+                Value::f(st.listing_alpha),
+                Value::Int(i64::from(l.len)),
+                Value::Int(l.count as i64),
+                Value::f(l.mean_tu),
+                Value::f(l.ci95_tu),
+                Value::f(l.p50_tu),
+                Value::f(l.p99_tu),
+                Value::f(l.max_tu),
+                // §12 effective packet period: (latency + 1) / length (the mean length for all messages).
+                Value::f((l.mean_tu + 1.0) / len),
+                Value::f(st.qlen_pkts),
+                Value::f(r.qlen_ci95_pkts),
+                Value::Int(r.packets_in as i64),
+                Value::Int(st.packets_out as i64),
+                Value::f(r.sim_time_tu),
+                Value::Str(crate::VERSION.into()),
+            ]);
+        }
+    }
+    Ok(Some(rows))
+}
+
+/// Live state of a local run, for progress displays.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// One control per cell of the run (index = position in the `jobs` slice).
+    pub controls: Vec<Arc<Control>>,
+    pub done: AtomicUsize,
+}
+
+/// Runs `jobs` on `workers` threads; `on_done(job index, rows)` is called on the calling thread as
+/// each cell finishes, in completion order. Stops early (returning what finished) when `stop` is
+/// set; `tick` runs on the calling thread about every 100 ms (progress bars, signal checks).
+pub fn run_local(
+    jobs: &[CellJob],
+    workers: usize,
+    stop: &AtomicBool,
+    progress: &Progress,
+    mut on_done: impl FnMut(usize, Vec<Row>) -> Result<()>,
+    mut tick: impl FnMut(),
+) -> Result<()> {
+    assert_eq!(progress.controls.len(), jobs.len(), "one control per job");
+    let next = AtomicUsize::new(0);
+    let workers = workers.clamp(1, jobs.len().max(1));
+    let (tx, rx) = mpsc::channel::<(usize, Result<Option<Vec<Row>>>)>();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let next = &next;
+            s.spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs.len() {
+                    break;
+                }
+                let r = run_cell(&jobs[i], &progress.controls[i]);
+                if tx.send((i, r)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut first_err: Option<anyhow::Error> = None;
+        loop {
+            // Forward a stop request to the running cells.
+            if stop.load(Ordering::Relaxed) {
+                for c in &progress.controls {
+                    c.stop.store(true, Ordering::Relaxed);
+                }
+            }
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok((i, Ok(Some(rows)))) => {
+                    progress.done.fetch_add(1, Ordering::Relaxed);
+                    if first_err.is_none() {
+                        if let Err(e) = on_done(i, rows) {
+                            stop.store(true, Ordering::Relaxed);
+                            first_err = Some(e);
+                        }
+                    }
+                }
+                Ok((_, Ok(None))) => {}
+                Ok((_, Err(e))) => {
+                    stop.store(true, Ordering::Relaxed);
+                    first_err.get_or_insert(e);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            tick();
+        }
+        first_err.map_or(Ok(()), Err)
+    })
+}
