@@ -190,3 +190,29 @@ fn the_shipped_specs_parse() {
         assert_eq!(out.lines().count(), cells, "{name}");
     }
 }
+
+#[test]
+fn ctrl_c_keeps_finished_cells_and_exits_130() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = write(d.path(), "s.toml", "traffic = [50, 60, 70, 80, 90]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 2\n");
+    let out = d.path().join("o.parquet");
+    let journal = d.path().join("o.parquet.journal");
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .args(["sweep", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "1", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let lines = |p: &Path| std::fs::read_to_string(p).map(|s| s.lines().count()).unwrap_or(0);
+    while lines(&journal) < 2 && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    StdCommand::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted:") && err.contains("run the same command again"), "{err}");
+    assert!(!out.exists());
+    assert!(lines(&journal) >= 2, "the finished cells are kept");
+}

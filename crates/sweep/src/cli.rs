@@ -114,12 +114,9 @@ fn sweep_main(a: &SweepArgs) -> Result<i32> {
         workers.min(todo.len().max(1))
     );
 
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // A second Ctrl-C while the table is written falls through to the default (exit).
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed));
-    }
+    // The process's one interrupt flag (SIGINT/SIGTERM); a second signal exits at once.
+    let intr = schedlab_report::frontend::interrupt();
+    let stop = AtomicBool::new(false);
     let progress = Progress { controls: todo.iter().map(|_| Arc::new(Control::default())).collect(), done: Default::default() };
     let bar = (!a.quiet && std::io::stderr().is_terminal() && !todo.is_empty()).then(|| {
         let total: u64 = todo.iter().map(|c| c.packets).sum();
@@ -142,6 +139,9 @@ fn sweep_main(a: &SweepArgs) -> Result<i32> {
             journal.append(c.cell, &c.key(), rows)
         },
         || {
+            if intr.requested() {
+                stop.store(true, Ordering::Relaxed);
+            }
             if let Some(b) = &bar {
                 let pk: u64 = progress.controls.iter().map(|c| c.progress.load(Ordering::Relaxed)).sum();
                 b.set_position(pk);
@@ -160,7 +160,7 @@ fn sweep_main(a: &SweepArgs) -> Result<i32> {
             mine.len(),
             jpath.display()
         );
-        return Ok(130);
+        return Ok(schedlab_report::frontend::exit::INTERRUPTED);
     }
     let rows: Vec<Row> = mine.iter().flat_map(|c| journal.done[&c.cell].iter().cloned()).collect();
     write_table(&a.out, &rows, &sweep.sweep_id)?;
