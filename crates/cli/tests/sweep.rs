@@ -69,7 +69,7 @@ fn bad_specs_fail_before_anything_runs() {
         ("traffic = []\npackets = 1000\n", "key 'traffic': empty list"),
         ("traffic = [50]\npackets = 1000\nseeds = [1]\nreplications = 3\n", "key 'replications': conflicts with seeds"),
         ("traffic = [50]\npackets = 1000\n[distributions.m]\nfile = \"missing.txt\"\n", "key 'distributions.m.file': cannot read"),
-        ("traffic = [50]\npackets = 1000\nstrategies = [\"RR\", \"warp\"]\n", "key 'strategies': unknown strategy 'warp'"),
+        ("traffic = [50]\npackets = 1000\nstrategies = [\"RR\", \"warp\"]\n", "key 'strategies': unknown policy 'warp'"),
     ] {
         let spec = write(d.path(), "bad.toml", text);
         bin()

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
-use schedlab_sim::model::AlphaClass;
-use schedlab_sim::{run, Arrivals, Control, SimConfig, Strategy};
+use schedlab_sim::model::{parse_strategy, AlphaClass};
+use schedlab_sim::{run, Arrivals, Control, SimConfig};
 
 use crate::spec::CellJob;
 use crate::table::{Row, Value};
 
 /// The simulator configuration of a cell.
 pub fn sim_config(job: &CellJob) -> Result<SimConfig> {
-    let strategies = job.strategies.iter().map(|s| Strategy::parse(s)).collect::<Result<Vec<_>, _>>()?;
+    let strategies = job.strategies.iter().map(|s| parse_strategy(s)).collect::<Result<Vec<_>, _>>()?;
     let dist = job.lengths.to_length_dist().map_err(|e| anyhow!("cell {}: lengths: {e}", job.cell))?;
     let o = &job.options;
     Ok(SimConfig {

@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use schedlab_sim::model::{check_traffic, parse_alpha_classes, AlphaClass};
+use schedlab_sim::model::{check_traffic, parse_alpha_classes, parse_strategy, report_defaults, AlphaClass};
 use schedlab_sim::{LengthDist, Strategy};
 use serde::{Deserialize, Serialize};
 
@@ -200,7 +200,7 @@ impl Sweep {
 
         // Strategies: strings or numbers, each parsed by the simulator's own vocabulary.
         let strategies: Vec<String> = match &raw.strategies {
-            None => Strategy::report_defaults().iter().map(Strategy::label).collect(),
+            None => report_defaults().iter().map(Strategy::label).collect(),
             Some(v) if v.is_empty() => return Err(key("strategies", "empty list: name at least one strategy".into())),
             Some(v) => v
                 .iter()
@@ -214,7 +214,7 @@ impl Sweep {
         };
         let mut labels = BTreeSet::new();
         for s in &strategies {
-            let st = Strategy::parse(s).map_err(|e| key("strategies", e.to_string()))?;
+            let st = parse_strategy(s).map_err(|e| key("strategies", e.to_string()))?;
             if !labels.insert(st.label()) {
                 return Err(key("strategies", format!("'{s}' is listed twice")));
             }
