@@ -18,7 +18,10 @@ use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
 use crate::engine::{run, Arrivals, Control, RunResult, SimConfig};
-use crate::model::{check_traffic, parse_alpha_classes, parse_strategy, read_trace, report_defaults, LengthDist, Strategy};
+use crate::model::{
+    check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
+    ModelError, Service, Strategy,
+};
 use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, CSV_HEADER};
 use crate::plot::write_figures;
 
@@ -36,8 +39,9 @@ struct SimArgs {
     /// Traffic levels in percent, in (0, 100); repeatable or comma-separated [default: 90]
     #[arg(short = 't', long = "traffic", value_delimiter = ',', action = clap::ArgAction::Append)]
     traffic: Vec<f64>,
-    /// Strategies: RR', RR, FIFO, SF, a number α, track:LOW:HIGH[:GAIN], prio; the listing's -2/-1/0/1e6
-    /// work too; repeatable or comma-separated [default: RR',RR,FIFO,1,2,3,6,10,20,30,60,100,SF]
+    /// Strategies: RR', RR (the report's message round robin, also mrr), FIFO, SF, a number α (or alpha:X),
+    /// track:LOW:HIGH[:GAIN], prio, and the flow-level drr, wf2qp (wf2q+), qfq over --apps flows; the listing's
+    /// -2/-1/0/1e6 work too; repeatable or comma-separated [default: RR',RR,FIFO,1,2,3,6,10,20,30,60,100,SF]
     #[arg(short = 'a', long = "alphas", value_delimiter = ',', action = clap::ArgAction::Append, allow_hyphen_values = true)]
     alphas: Vec<String>,
     /// Queue-length sampling period in time units
@@ -52,6 +56,18 @@ struct SimArgs {
     /// Arrival trace file: lines `TIME LENGTH [APP]`; runs until every message is delivered
     #[arg(long = "trace", conflicts_with_all = ["traffic", "closed"])]
     trace: Option<PathBuf>,
+    /// With --trace: one time unit (one mean packet service time) in the trace's TIME units: a
+    /// duration such as 12us when TIME is in nanoseconds (sched --trace-out), or a plain ratio
+    #[arg(long = "time-unit", value_name = "DUR", requires = "trace")]
+    time_unit: Option<String>,
+    /// Packet service times: report (0.5 + Exp(0.5), the report's), det (exactly one time unit: a
+    /// fixed-rate link) or exp (Exp(1)); all have mean 1 time unit
+    #[arg(long = "service", value_name = "MODEL", default_value = "report")]
+    service: String,
+    /// Weights of the applications' flows for drr, wf2qp and qfq: W1,W2,... (W:N repeats W for N
+    /// applications, e.g. 1:2,3:2); sets --apps when that is not given [default: all 1]
+    #[arg(long = "weights", value_name = "W[:N],...")]
+    weights: Option<String>,
     /// Arrival packets to simulate per traffic level (suffixes k, M, G)
     #[arg(long = "packets", value_parser = parse_count)]
     packets: Option<u64>,
@@ -192,6 +208,22 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         bail!("--apps 0: there must be at least one application");
     }
     let packets = a.packets.unwrap_or(DEFAULT_PACKETS);
+    let service = Service::parse(&a.service)?;
+    let weights = match &a.weights {
+        Some(w) => parse_weights(w)?,
+        None => Vec::new(),
+    };
+    let n_weights = weights.len() as u32;
+    let apps = match (a.weights.is_some(), a.apps) {
+        (true, 1) => n_weights,
+        (true, n) if n != n_weights => {
+            bail!("--apps {n} but --weights gives {n_weights} weights: give one weight per application")
+        }
+        (_, n) => n,
+    };
+    if let Some(n) = a.closed.filter(|&n| a.weights.is_some() && n != n_weights) {
+        bail!("--closed {n} but --weights gives {n_weights} weights: give one weight per application");
+    }
     let base = SimConfig {
         traffic: 0.0,
         strategies,
@@ -199,21 +231,28 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         queue_delay: a.queue_delay,
         packets,
         seed: a.seed,
-        apps: a.apps,
+        apps,
         in_order: a.in_order,
         msg_alpha,
         arrivals: Arrivals::Poisson,
         batches: a.batches,
         checkpoints: a.classic,
+        service,
+        weights,
     };
     if let Some(p) = &a.trace {
-        let tr = read_trace(p)?;
+        let unit = a.time_unit.as_deref().map(parse_time_unit).transpose()?.unwrap_or(1.0);
+        let text = std::fs::read_to_string(p).map_err(|e| ModelError::Io { file: p.clone(), msg: e.to_string() })?;
+        let tr = parse_trace(&text, p, unit)?;
         let span = tr.last().map(|x| x.time).unwrap_or(0.0).max(1e-9);
         let pk: u64 = tr.iter().map(|x| u64::from(x.len)).sum();
         let apps = tr.iter().map(|x| x.app).max().unwrap_or(0) + 1;
+        if a.weights.is_some() && apps > n_weights {
+            bail!("{}: the trace has applications 0..={} but --weights gives {n_weights} weights", p.display(), apps - 1);
+        }
         // The trace's own load, for labelling only.
         let traffic = (pk as f64 / span * 100.0).min(99.999);
-        return Ok(vec![SimConfig { traffic, apps: apps.max(a.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
+        return Ok(vec![SimConfig { traffic, apps: apps.max(base.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
     }
     let levels = if a.traffic.is_empty() { vec![90.0] } else { a.traffic.clone() };
     let mut out = Vec::new();
@@ -224,7 +263,7 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
             Some(n) => Arrivals::Closed { apps: n },
             None => Arrivals::Poisson,
         };
-        let apps = a.closed.unwrap_or(a.apps);
+        let apps = a.closed.unwrap_or(base.apps);
         out.push(SimConfig { traffic: t, apps, arrivals, ..base.clone() });
     }
     Ok(out)
@@ -278,10 +317,18 @@ fn sim_main(a: SimArgs) -> Result<i32> {
 
     let mut out = String::new();
     out.push_str(&format!(
-        "# schedlab sim: seed {}, {} arrival packets per level{}; time unit = mean packet service time\n",
+        "# schedlab sim: seed {}, {} arrival packets per level{}; time unit = mean packet service time{}{}\n",
         a.seed,
         thousands(configs[0].packets),
-        if a.trace.is_some() { " (trace: until all delivered)" } else { "" }
+        if a.trace.is_some() { " (trace: until all delivered)" } else { "" },
+        match &a.time_unit {
+            Some(u) => format!(" = {u} of trace time"),
+            None => String::new(),
+        },
+        match configs[0].service {
+            Service::Report => String::new(),
+            s => format!("; service {}", s.name()),
+        },
     ));
     for r in &results {
         out.push('\n');
@@ -300,6 +347,7 @@ fn sim_main(a: SimArgs) -> Result<i32> {
             "command": "sim",
             "seed": a.seed,
             "time_unit": "mean packet service time (tu)",
+            "service": configs[0].service,
             "machine": MachineInfo::collect(),
             "length_distribution": configs[0].dist,
             "runs": results,

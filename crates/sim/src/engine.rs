@@ -33,7 +33,7 @@ use schedlab_report::LogHist;
 use serde::Serialize;
 
 use crate::expo::Ziggurat;
-use crate::model::{listing_alpha, report_defaults, AlphaClass, LengthDist, Strategy, TraceArrival};
+use crate::model::{listing_alpha, report_defaults, AlphaClass, LengthDist, Service, Strategy, TraceArrival};
 
 /// Where messages come from.
 #[derive(Clone, Debug)]
@@ -71,6 +71,11 @@ pub struct SimConfig {
     pub batches: u32,
     /// Record the listing's cumulative reports at t = 200000(1.1^k − 1).
     pub checkpoints: bool,
+    /// The packet service-time model (`--service`; the report's by default).
+    pub service: Service,
+    /// Weight per application for the flow-level strategies (DRR, WF2Q+, QFQ): application `i`
+    /// is flow `i`; applications beyond the list (all, when it is empty) have weight 1.
+    pub weights: Vec<u32>,
 }
 
 impl SimConfig {
@@ -89,6 +94,8 @@ impl SimConfig {
             arrivals: Arrivals::Poisson,
             batches: 20,
             checkpoints: false,
+            service: Service::Report,
+            weights: Vec::new(),
         }
     }
 }
@@ -325,8 +332,10 @@ struct Lane {
 impl Lane {
     fn new(s: &Strategy, cfg: &SimConfig, max_len: u32) -> Lane {
         let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
-        // Flow-level policies: one flow per application, equal weights, unit packets.
-        let flows = vec![FlowWeight::new(1, 1); cfg.apps.max(1) as usize];
+        // Flow-level policies: one flow per application (weights from `--weights`), unit packets.
+        let napps = (cfg.apps.max(1) as usize).max(cfg.weights.len());
+        let flows: Vec<FlowWeight> =
+            (0..napps).map(|i| FlowWeight::new(cfg.weights.get(i).copied().unwrap_or(1), 1)).collect();
         let opts = BuildOptions::default()
             .flows(&flows)
             .in_order(cfg.in_order)
@@ -553,6 +562,18 @@ impl Ord for OrdF64 {
     }
 }
 
+impl Service {
+    /// One packet's service time, from the service stream (the deterministic model draws nothing).
+    #[inline(always)]
+    fn draw(self, zig: &Ziggurat, rng: &mut Xoshiro256PlusPlus) -> f64 {
+        match self {
+            Service::Report => 0.5 + 0.5 * zig.sample(rng),
+            Service::Det => 1.0,
+            Service::Exp => zig.sample(rng),
+        }
+    }
+}
+
 /// Random streams: one per purpose so that changing one model part leaves the others' draws alone.
 struct Rngs {
     arrival: Xoshiro256PlusPlus,
@@ -713,7 +734,7 @@ impl<'a> Generator<'a> {
     fn take(&mut self, out: &mut Path) {
         self.packets_out += 1;
         out.take(self.now);
-        self.service_end = self.now + 0.5 + 0.5 * self.zig.sample(&mut self.rng.service);
+        self.service_end = self.now + self.cfg.service.draw(self.zig, &mut self.rng.service);
     }
 
     /// Appends the next step's events (at least one unless finished) to `out`.
@@ -992,8 +1013,12 @@ pub fn run(cfg: &SimConfig, ctl: &Control) -> RunResult {
 fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow_fast: bool) -> RunResult {
     let mut lanes: Vec<Lane> = cfg.strategies.iter().map(|s| Lane::new(s, cfg, max_len)).collect();
     let mut gen = Generator::new(cfg);
-    let fast =
-        allow_fast && matches!(cfg.arrivals, Arrivals::Poisson) && gen.apps == 1 && gen.class_cum.is_empty();
+    // The fast generator draws the report's service times only; other models take the general one.
+    let fast = allow_fast
+        && matches!(cfg.arrivals, Arrivals::Poisson)
+        && gen.apps == 1
+        && gen.class_cum.is_empty()
+        && cfg.service == Service::Report;
     let mut buf = Path::default();
     let mut none = Vec::new();
     while !gen.finished {

@@ -95,6 +95,11 @@ impl LengthDist {
     /// Reads `LOW HIGH PERCENT` lines (`#` comments, blank lines ignored).
     pub fn from_file(path: &Path) -> Result<Self, ModelError> {
         let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io { file: path.into(), msg: e.to_string() })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses the text of a distribution file; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ModelError> {
         let mut parts = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -239,6 +244,16 @@ pub struct TraceArrival {
 /// Reads an arrival trace: lines `TIME LENGTH [APP]`, times non-decreasing, `#` comments.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceArrival>, ModelError> {
     let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io { file: path.into(), msg: e.to_string() })?;
+    parse_trace(&text, path, 1.0)
+}
+
+/// Parses the text of an arrival trace; `path` names it in errors. TIME values are divided by
+/// `unit` (trace units per simulator time unit, see [`parse_time_unit`]; 1 when the trace is in
+/// time units already).
+pub fn parse_trace(text: &str, path: &Path, unit: f64) -> Result<Vec<TraceArrival>, ModelError> {
+    if !(unit.is_finite() && unit > 0.0) {
+        return Err(ModelError::Other(format!("trace time unit {unit} must be a positive number")));
+    }
     let mut v: Vec<TraceArrival> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
@@ -255,8 +270,8 @@ pub fn read_trace(path: &Path) -> Result<Vec<TraceArrival>, ModelError> {
             return Err(err("TIME", format!("{time} must be a finite time >= 0")));
         }
         if let Some(prev) = v.last() {
-            if time < prev.time {
-                return Err(err("TIME", format!("{time} is earlier than the previous arrival {}", prev.time)));
+            if time / unit < prev.time {
+                return Err(err("TIME", format!("{time} is earlier than the previous arrival {}", prev.time * unit)));
             }
         }
         let len: i64 = f[1].parse().map_err(|_| err("LENGTH", format!("'{}' is not a whole number", f[1])))?;
@@ -267,10 +282,105 @@ pub fn read_trace(path: &Path) -> Result<Vec<TraceArrival>, ModelError> {
             Some(a) => a.parse().map_err(|_| err("APP", format!("'{a}' is not an application number")))?,
             None => 0,
         };
-        v.push(TraceArrival { time, len: len as u32, app });
+        v.push(TraceArrival { time: time / unit, len: len as u32, app });
     }
     if v.is_empty() {
         return Err(ModelError::File { file: path.into(), line: 0, field: "line", msg: "the trace has no arrivals".into() });
+    }
+    Ok(v)
+}
+
+/// Parses `--time-unit`: how long one simulator time unit (one mean packet service time) is in
+/// the trace's TIME units. A duration with a unit (`12us`, `12µs`, `1.5ms`, `800ns`, `2s`) means
+/// the trace's TIME is in nanoseconds (as `schedlab sched --trace-out` writes it); a bare number
+/// is the ratio itself (`12000`: 12000 trace units per time unit). Returns the ratio (> 0).
+pub fn parse_time_unit(s: &str) -> Result<f64, ModelError> {
+    let t = s.trim();
+    let bad = |why: &str| {
+        ModelError::Other(format!(
+            "--time-unit '{s}': {why}; give the duration of one packet time, e.g. 12us (trace in nanoseconds) or a plain ratio like 12000"
+        ))
+    };
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'));
+    let (num, suffix) = match split {
+        Some(i) => (&t[..i], t[i..].trim()),
+        None => (t, ""),
+    };
+    let v: f64 = num.parse().map_err(|_| bad("not a number"))?;
+    let ns_per = match suffix {
+        "" => 1.0,
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad("unknown unit (use ns, us, ms or s)")),
+    };
+    let r = v * ns_per;
+    if !(r.is_finite() && r > 0.0) {
+        return Err(bad("must be positive"));
+    }
+    Ok(r)
+}
+
+/// The packet service-time model (`--service`). Every model has mean 1 time unit, so a traffic
+/// level means the same load under each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Service {
+    /// The report's `0.5 + Exp(mean 0.5)` (§7).
+    #[default]
+    Report,
+    /// Every packet takes exactly one time unit: a link at a fixed rate.
+    Det,
+    /// Exponential with mean 1 (M/M/1-like packets).
+    Exp,
+}
+
+impl Service {
+    /// Parses `report`, `det` (also `deterministic`, `fixed`) or `exp` (also `exponential`).
+    pub fn parse(s: &str) -> Result<Service, ModelError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "report" => Ok(Service::Report),
+            "det" | "deterministic" | "fixed" => Ok(Service::Det),
+            "exp" | "exponential" => Ok(Service::Exp),
+            _ => Err(ModelError::Other(format!(
+                "--service '{s}': use report (0.5 + Exp(0.5), the report's), det (one time unit per packet) or exp (Exp(1))"
+            ))),
+        }
+    }
+    /// The name as given to `--service`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Report => "report",
+            Service::Det => "det",
+            Service::Exp => "exp",
+        }
+    }
+}
+
+/// Largest flow weight accepted by `--weights`.
+pub const MAX_WEIGHT: u32 = 1 << 16;
+
+/// Parses `--weights`: one weight per application, comma-separated, for the flow-level strategies
+/// (drr, wf2qp, qfq; application `i` is flow `i`). `W:N` repeats weight `W` for `N` applications,
+/// like `sched`'s flowsets: `1:2,3:2` is `1,1,3,3`.
+pub fn parse_weights(s: &str) -> Result<Vec<u32>, ModelError> {
+    let mut v = Vec::new();
+    for (k, part) in s.split(',').enumerate() {
+        let ctx = |msg: String| ModelError::Other(format!("--weights entry {} '{part}': {msg}", k + 1));
+        let (w, n) = match part.split_once(':') {
+            Some((w, n)) => (w.trim(), n.trim()),
+            None => (part.trim(), "1"),
+        };
+        let w: u64 = w.parse().map_err(|_| ctx(format!("WEIGHT '{w}' is not a whole number")))?;
+        let n: u64 = n.parse().map_err(|_| ctx(format!("COUNT '{n}' is not a whole number")))?;
+        if w == 0 || w > u64::from(MAX_WEIGHT) {
+            return Err(ctx(format!("WEIGHT must be in 1..={MAX_WEIGHT}")));
+        }
+        if n == 0 || v.len() as u64 + n > 1 << 16 {
+            return Err(ctx("COUNT must be >= 1 and the applications at most 65536".into()));
+        }
+        v.extend(std::iter::repeat_n(w as u32, n as usize));
     }
     Ok(v)
 }
@@ -329,6 +439,44 @@ mod tests {
         assert_eq!(report_defaults().len(), 13);
         let listing: Vec<f64> = report_defaults().iter().map(listing_alpha).collect();
         assert_eq!(listing, [-2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 6.0, 10.0, 20.0, 30.0, 60.0, 100.0, 1e6]);
+    }
+
+    #[test]
+    fn service_time_unit_and_weights_parse() {
+        assert_eq!(Service::parse("report").unwrap(), Service::Report);
+        assert_eq!(Service::parse(" DET ").unwrap(), Service::Det);
+        assert_eq!(Service::parse("exp").unwrap(), Service::Exp);
+        assert_eq!(Service::default(), Service::Report);
+        assert!(Service::parse("poisson").unwrap_err().to_string().contains("use report"));
+        assert_eq!(parse_time_unit("12us").unwrap(), 12_000.0);
+        assert_eq!(parse_time_unit("12µs").unwrap(), 12_000.0);
+        assert_eq!(parse_time_unit("1.5ms").unwrap(), 1.5e6);
+        assert_eq!(parse_time_unit("800ns").unwrap(), 800.0);
+        assert_eq!(parse_time_unit("2s").unwrap(), 2e9);
+        assert_eq!(parse_time_unit("12000").unwrap(), 12_000.0);
+        for bad in ["", "us", "0us", "-3us", "12 parsecs", "nan", "inf"] {
+            assert!(parse_time_unit(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_weights("1,3").unwrap(), [1, 3]);
+        assert_eq!(parse_weights("1:2,3:2").unwrap(), [1, 1, 3, 3]);
+        assert!(parse_weights("0").unwrap_err().to_string().contains("entry 1 '0'"));
+        assert!(parse_weights("1,x").unwrap_err().to_string().contains("entry 2"));
+        assert!(parse_weights("1:0").is_err());
+        assert!(parse_weights("1:99999999").is_err());
+        assert!(parse_weights("").is_err());
+    }
+
+    #[test]
+    fn trace_times_scale_by_the_time_unit() {
+        let p = Path::new("t.txt");
+        let v = parse_trace("0 1 0\n12000 3 1\n36000 2 0 # ns\n", p, 12_000.0).unwrap();
+        assert_eq!(v.iter().map(|a| a.time).collect::<Vec<_>>(), [0.0, 1.0, 3.0]);
+        assert_eq!(v[1], TraceArrival { time: 1.0, len: 3, app: 1 });
+        let e = parse_trace("5 1\n4 1\n", p, 1000.0).unwrap_err().to_string();
+        assert!(e.contains("t.txt:2") && e.contains("4 is earlier than the previous arrival 5"), "{e}");
+        assert!(parse_trace("1 1\n", p, 0.0).is_err());
+        assert!(parse_trace("# nothing\n", p, 1.0).unwrap_err().to_string().contains("no arrivals"));
+        assert_eq!(LengthDist::parse("1 5 100\n", p).unwrap().support(), vec![1, 2, 3, 4, 5]);
     }
 
     #[test]
