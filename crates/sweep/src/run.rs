@@ -31,6 +31,8 @@ pub fn sim_config(job: &CellJob) -> Result<SimConfig> {
         arrivals: if o.closed > 0 { Arrivals::Closed { apps: o.closed } } else { Arrivals::Poisson },
         batches: o.batches,
         checkpoints: false,
+        service: schedlab_sim::model::Service::Report,
+        weights: Vec::new(),
     })
 }
 
