@@ -1,0 +1,182 @@
+"""Readers: the files other schedlab commands write, as polars DataFrames.
+
+Nested JSON objects are flattened with ``_`` (``delay_us: {p50: ..}`` -> ``delay_us_p50``); lists
+inside a row are left out (they have readers of their own where they matter). Run-level scalars are
+repeated on every row so that frames of several runs can be concatenated and grouped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping, Union
+
+import polars as pl
+
+PathLike = Union[str, os.PathLike[str]]
+
+
+def _flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "_"))
+        elif isinstance(v, list):
+            continue
+        else:
+            out[key] = v
+    return out
+
+
+def _scalars(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Top-level scalars of ``obj`` (nested objects flattened), lists left out."""
+    return _flatten({k: v for k, v in obj.items() if not isinstance(v, list)}, prefix)
+
+
+def _rows(records: Iterable[Mapping[str, Any]], common: Mapping[str, Any]) -> pl.DataFrame:
+    rows = [{**common, **_flatten(r)} for r in records]
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _load(path: PathLike) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_table(path: PathLike) -> pl.DataFrame:
+    """A ``schedlab sweep`` output (``.parquet`` or ``.csv``) with the sweep table's column types."""
+    from schedlab.sweep import _schema
+
+    p = Path(path)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        return pl.read_parquet(p)
+    return pl.read_csv(p, schema=_schema())
+
+
+def read_sched_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab sched --json FILE``: one row per client (``client``, ``generated_pkts``,
+    ``rate_bps``, ``delay_us_p50``, ...), with the run's settings (``alg``, ``threads``,
+    ``link_achieved_bps``, ``machine_*``, ...) on every row."""
+    d = _load(path)
+    if not isinstance(d, dict) or "clients" not in d:
+        raise ValueError(f"{path}: not a `schedlab sched --json` file (no 'clients')")
+    common = _scalars(d)
+    return _rows(d["clients"], common)
+
+
+def read_semtest_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab semtest --json FILE``: one row per thread pair (``index``, ``lat_us_p50``, CPUs,
+    ...), with the run's configuration (``config_*``) and global figures on every row."""
+    d = _load(path)
+    run = d.get("run") if isinstance(d, dict) else None
+    if not isinstance(run, dict) or "pairs" not in run:
+        raise ValueError(f"{path}: not a `schedlab semtest --json` file (no 'run.pairs')")
+    common = {"command": d.get("command"), **_scalars(run)}
+    return _rows(run["pairs"], common)
+
+
+def read_echo_bench_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab echo-bench``'s ``results.json`` (a file or the ``--out`` folder): one row per
+    (mode, message size, busy-poll setting) with the RTT summaries (``rtt_us_*``,
+    ``trimmed_rtt_us_*``)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    d = _load(p)
+    if not isinstance(d, dict) or "rows" not in d:
+        raise ValueError(f"{p}: not an echo-bench results.json (no 'rows')")
+    common = _scalars(d)
+    return _rows(d["rows"], common)
+
+
+def read_rdma_share_json(path: PathLike, table: Literal["flows", "windows"] = "flows") -> pl.DataFrame:
+    """``schedlab rdma share A B --json FILE``: the two flows (``table="flows"``: name, gbps,
+    ``lat_us_*``, ...) or the throughput windows (``table="windows"``: start_ms, a_gbps, b_gbps,
+    jain), with the backend and the overall Jain index on every row."""
+    d = _load(path)
+    if not isinstance(d, dict) or "flows" not in d:
+        raise ValueError(f"{path}: not a `schedlab rdma share --json` file (no 'flows')")
+    if table not in ("flows", "windows"):
+        raise ValueError(f"table {table!r}: use 'flows' or 'windows'")
+    common = {"backend": d.get("backend"), "jain_overall": d.get("jain"), "window_us": d.get("window_us")}
+    return _rows(d[table], common)
+
+
+_SCHED_TS = ["cli_enq_ns", "sch_enq_delta_ns", "sch_deq_delta_ns", "cli_deq_delta_ns", "len_bytes", "dropped"]
+
+
+def read_timestamps(paths: Union[PathLike, Iterable[PathLike]]) -> pl.DataFrame:
+    """Timestamp files as one frame with a ``file`` column (and ``client`` for ``queue-N.txt``).
+
+    Two formats are recognised by their content:
+
+    - ``schedlab sched`` timestamp files (``PREFIXqueue-N.txt``): six tab-separated fields per
+      packet, ``cli_enq_ns`` (the clock's absolute value) then three nanosecond deltas
+      (``sch_enq_delta_ns``, ``sch_deq_delta_ns``, ``cli_deq_delta_ns``), ``len_bytes`` and
+      ``dropped`` (``D``);
+    - ``schedlab rdma`` per-message files (``Task_cnt  Time(us)  Latency``): ``completed``,
+      ``time_us``, ``lat_us``, plus the ``# schedlab-rdma`` header's fields when present.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = []
+    for path in paths:
+        p = Path(path)
+        lines = p.read_text().splitlines()
+        first = next((ln for ln in lines if ln.strip()), "")
+        if first.startswith("# schedlab-rdma") or first.startswith("Task_cnt"):
+            frames.append(_rdma_records(p, lines))
+        else:
+            frames.append(_sched_timestamps(p, lines))
+    if not frames:
+        raise ValueError("no timestamp files given")
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _sched_timestamps(p: Path, lines: list[str]) -> pl.DataFrame:
+    cols: dict[str, list] = {c: [] for c in _SCHED_TS}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 6:
+            raise ValueError(f"{p}:{n}: expected 6 tab-separated fields (sched timestamps), got {len(f)}")
+        try:
+            for c, v in zip(_SCHED_TS[:5], f[:5]):
+                cols[c].append(int(v))
+        except ValueError:
+            raise ValueError(f"{p}:{n}: field '{c}': {v!r} is not a whole number") from None
+        cols["dropped"].append(f[5] == "D")
+    m = re.search(r"queue-(\d+)\.txt$", p.name)
+    df = pl.DataFrame(cols, schema={c: (pl.Boolean if c == "dropped" else pl.Int64) for c in _SCHED_TS})
+    return df.with_columns(pl.lit(str(p)).alias("file"), pl.lit(int(m.group(1)) if m else None, dtype=pl.Int64).alias("client"))
+
+
+def _rdma_records(p: Path, lines: list[str]) -> pl.DataFrame:
+    meta: dict[str, Any] = {}
+    cols: dict[str, list] = {"completed": [], "time_us": [], "lat_us": []}
+    for n, line in enumerate(lines, 1):
+        s = line.strip()
+        if not s or s.startswith("Task_cnt"):
+            continue
+        if s.startswith("#"):
+            for kv in s.lstrip("#").split():
+                if "=" in kv:
+                    k, v = kv.split("=", 1)
+                    meta[k] = v
+            continue
+        f = s.split()
+        if len(f) != 3:
+            raise ValueError(f"{p}:{n}: expected 'Task_cnt Time(us) Latency', got {len(f)} fields")
+        try:
+            cols["completed"].append(int(f[0]))
+            cols["time_us"].append(float(f[1]))
+            cols["lat_us"].append(float(f[2]))
+        except ValueError:
+            raise ValueError(f"{p}:{n}: {s!r} is not three numbers") from None
+    df = pl.DataFrame(cols, schema={"completed": pl.Int64, "time_us": pl.Float64, "lat_us": pl.Float64})
+    extra = [pl.lit(str(p)).alias("file")] + [pl.lit(v).alias(k) for k, v in meta.items()]
+    return df.with_columns(extra)

@@ -1,0 +1,95 @@
+"""The Ray backend against a real local cluster: a head node and a second worker node, started and
+stopped here (bounded; no Ray process is left behind), with results equal to the local backend."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import schedlab
+
+ray = pytest.importorskip("ray", reason="SKIP: ray is not installed (pip install './python[ray]')")
+
+RAY = str(Path(sys.executable).with_name("ray"))
+COMMON = ["--num-cpus", "1", "--object-store-memory", str(80 * 1024 * 1024), "--disable-usage-stats"]
+
+
+def _run(args: list[str], timeout: float = 90) -> str:
+    p = subprocess.run([RAY, *args], capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"ray {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p.stdout + p.stderr
+
+
+def _ray_processes(tag: str) -> list[str]:
+    """Processes whose command line mentions this test's Ray temp folder."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if tag in cmd and "pytest" not in cmd:
+            out.append(f"{d.name}: {cmd[:120]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """`ray start --head` plus a second node joining it on this machine; yields the address."""
+    tmp = tempfile.mkdtemp(prefix="schedlab-ray-")
+    env_port = os.environ.get("SCHEDLAB_RAY_PORT", "6391")
+    try:
+        out = _run(["start", "--head", "--port", env_port, "--temp-dir", tmp, "--include-dashboard=false", *COMMON])
+        m = re.search(r"--address='([^']+)'", out)
+        address = m.group(1) if m else f"127.0.0.1:{env_port}"
+        _run(["start", "--address", address, *COMMON])
+        ray.init(address=address, log_to_driver=False)
+        t0 = time.monotonic()
+        while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+            if time.monotonic() - t0 > 60:
+                raise RuntimeError("the second Ray node did not join within 60 s")
+            time.sleep(0.5)
+        yield address
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=90)
+        t0 = time.monotonic()
+        while _ray_processes(tmp) and time.monotonic() - t0 < 30:
+            time.sleep(0.5)
+        left = _ray_processes(tmp)
+        subprocess.run(["rm", "-rf", tmp], check=False)
+        assert not left, f"Ray processes left behind: {left}"
+
+
+def test_ray_backend_equals_local_on_two_nodes(cluster: str, root: Path) -> None:
+    spec = schedlab.load_spec(root / "sweeps" / "quick.toml")
+    local = schedlab.sweep(spec, backend="local")
+    on_ray = schedlab.sweep(spec, backend="ray")
+    assert on_ray.equals(local), "same seeds, same table on Ray and locally"
+    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+
+    @ray.remote(num_cpus=1)
+    def where() -> str:
+        time.sleep(0.5)
+        return ray.get_runtime_context().get_node_id()
+
+    nodes = set(ray.get([where.remote() for _ in range(6)]))
+    assert len(nodes) == 2, "tasks ran on both nodes"
+
+
+def test_simulate_on_ray(cluster: str) -> None:
+    a = schedlab.simulate(traffic=[40, 95], strategies=["RR", 30, "SF"], packets=20_000, seed=9, backend="ray")
+    b = schedlab.simulate(traffic=[40, 95], strategies=["RR", 30, "SF"], packets=20_000, seed=9)
+    assert a.equals(b)

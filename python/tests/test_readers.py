@@ -1,0 +1,83 @@
+"""Readers, on files written by the real commands (short runs of the schedlab binary)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import schedlab
+
+
+def run(cmd: list[str], cwd: Path) -> None:
+    subprocess.run(cmd, cwd=cwd, check=True, timeout=120, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_sched_json_and_timestamps(schedlab_bin: str, tmp_path: Path) -> None:
+    run([schedlab_bin, "sched", "-t", "2", "-d", "0.3", "--json", "s.json", "-p", "ts-"], tmp_path)
+    df = schedlab.read_sched_json(tmp_path / "s.json")
+    assert df.height == 2
+    assert df["client"].to_list() == [0, 1]
+    for c in ("generated_pkts", "rate_bps", "delay_us_p50", "alg", "threads", "thread_cpu"):
+        assert c in df.columns, c
+    assert (df["threads"] == 2).all()
+    ts = schedlab.read_timestamps(sorted(tmp_path.glob("ts-queue-*.txt")))
+    assert set(ts["client"].unique()) <= {0, 1} and ts.height > 0
+    assert ts.schema["cli_enq_ns"] == pl.Int64 and ts.schema["dropped"] == pl.Boolean
+    gen = int(df["generated_pkts"].sum())
+    assert ts.height <= gen
+    with pytest.raises(ValueError, match="not a `schedlab semtest --json`"):
+        schedlab.read_semtest_json(tmp_path / "s.json")
+
+
+def test_semtest_json(schedlab_bin: str, tmp_path: Path) -> None:
+    run([schedlab_bin, "semtest", "-i", "200", "--json", "sem.json"], tmp_path)
+    df = schedlab.read_semtest_json(tmp_path / "sem.json")
+    assert df.height >= 1
+    assert {"index", "lat_us_p50", "lat_us_count", "config_iterations", "command"} <= set(df.columns)
+    assert (df["lat_us_count"] == 200).all()
+    assert df["command"][0] == "semtest"
+
+
+def test_rdma_share_json_and_records(schedlab_bin: str, tmp_path: Path) -> None:
+    head = "# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=3 poll=event\nTask_cnt\tTime(us)\t\tLatency\n"
+    (tmp_path / "a.txt").write_text(head + "1\t\t10.00\t\t9.50\n2\t\t20.00\t\t9.60\n3\t\t30.00\t\t9.70\n")
+    (tmp_path / "b.txt").write_text(head + "1\t\t15.00\t\t14.50\n2\t\t30.00\t\t14.60\n3\t\t45.00\t\t14.70\n")
+    run([schedlab_bin, "rdma", "share", "a.txt", "b.txt", "--json", "r.json"], tmp_path)
+    flows = schedlab.read_rdma_share_json(tmp_path / "r.json")
+    assert flows["name"].to_list() == ["A", "B"]
+    assert flows["gbps"][0] == pytest.approx(52.4288)
+    assert (flows["backend"] == "EMULATED").all()
+    win = schedlab.read_rdma_share_json(tmp_path / "r.json", table="windows")
+    assert {"start_ms", "a_gbps", "b_gbps", "jain", "jain_overall"} <= set(win.columns)
+    recs = schedlab.read_timestamps([tmp_path / "a.txt", tmp_path / "b.txt"])
+    assert recs.height == 6
+    assert recs["lat_us"].to_list()[:3] == [9.5, 9.6, 9.7]
+    assert recs["backend"][0] == "EMULATED"
+
+
+def test_echo_bench_json(schedlab_bin: str, tmp_path: Path) -> None:
+    run(
+        [schedlab_bin, "echo-bench", "--modes", "naive", "--sizes", "1B,4K", "--rounds", "30", "--warmup", "3"]
+        + ["--no-busy-poll", "--peer", "none", "--out", "eb"],
+        tmp_path,
+    )
+    df = schedlab.read_echo_bench_json(tmp_path / "eb")
+    assert df["mode"].to_list() == ["naive", "naive"]
+    assert df["size_bytes"].to_list() == [1, 4096]
+    assert (df["rtt_us_count"] == 30).all()
+    assert (df["rounds"] == 30).all()
+
+
+def test_readers_refuse_other_files(tmp_path: Path) -> None:
+    p = tmp_path / "x.json"
+    p.write_text('{"something": 1}')
+    for f in (schedlab.read_sched_json, schedlab.read_semtest_json, schedlab.read_rdma_share_json, schedlab.read_echo_bench_json):
+        with pytest.raises(ValueError, match="not a"):
+            f(p)
+    bad = tmp_path / "queue-0.txt"
+    bad.write_text("1\t2\t3\n")
+    with pytest.raises(ValueError, match="queue-0.txt:1"):
+        schedlab.read_timestamps(bad)
