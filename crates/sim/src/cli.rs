@@ -17,7 +17,7 @@ use schedlab_report::export::{write_json, Csv};
 use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
-use crate::engine::{run, Arrivals, Control, RunResult, SimConfig};
+use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
 use crate::model::{
     check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
     ModelError, Service, Strategy,
@@ -101,7 +101,8 @@ struct SimArgs {
     /// Write Figures 1-4 as SVG files into DIR
     #[arg(long = "plot", value_name = "DIR")]
     plot: Option<PathBuf>,
-    /// Worker threads for running traffic levels in parallel [default: all CPUs]
+    /// Threads: traffic levels run in parallel, and the strategies of one level are split over
+    /// the threads left (results are the same for every count) [default: all CPUs]
     #[arg(long = "threads")]
     threads: Option<usize>,
     /// Only the report's raw-data table (no further statistics)
@@ -113,7 +114,11 @@ struct SimArgs {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "schedlab bench", about = "Simulator throughput: arrival packets per second on one core, 13 strategies in lock step")]
+#[command(
+    name = "schedlab bench",
+    about = "Simulator throughput: arrival packets per second, 13 strategies in lock step, on one core or lane-parallel",
+    after_help = "Examples:\n  schedlab bench                          # 95%, 20 M packets, one pinned core, median of 5\n  schedlab bench --threads 1,2 --repeat 7 # lane-parallel scaling, 1 and 2 threads alternating"
+)]
 struct BenchArgs {
     /// Traffic level in percent
     #[arg(short = 't', long = "traffic", default_value_t = 95.0)]
@@ -124,9 +129,13 @@ struct BenchArgs {
     /// Timed repetitions (the median is reported)
     #[arg(long = "repeat", default_value_t = 5)]
     repeat: usize,
-    /// CPU to pin the benchmark thread to [default: the last allowed CPU]
+    /// CPU to pin the benchmark to when every thread count is 1 [default: the last allowed CPU]
     #[arg(long = "cpu")]
     cpu: Option<usize>,
+    /// Threads to replay the strategy lanes on; a list (e.g. 1,2) alternates the counts
+    /// repetition by repetition and reports the speedup over the first (unpinned when above 1)
+    #[arg(long = "threads", value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    threads: Vec<u64>,
     #[arg(long = "seed", default_value_t = 1)]
     seed: u64,
     /// Write the result as JSON
@@ -282,7 +291,10 @@ fn sim_main(a: SimArgs) -> Result<i32> {
             }
         });
     }
-    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).clamp(1, n);
+    let all_threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
+    let threads = all_threads.clamp(1, n);
+    // The threads left over when there are fewer levels than threads replay lanes in parallel.
+    let lane_threads = (all_threads / threads).max(1);
     let show_progress = !a.quiet && std::io::stderr().is_terminal();
     let mut results: Vec<Option<RunResult>> = vec![None; n];
     let next = AtomicUsize::new(0);
@@ -297,7 +309,7 @@ fn sim_main(a: SimArgs) -> Result<i32> {
                     if i >= n {
                         break;
                     }
-                    mine.push((i, run(&configs[i], &controls[i])));
+                    mine.push((i, run_threads(&configs[i], &controls[i], lane_threads)));
                     done.fetch_add(1, Ordering::Relaxed);
                 }
                 mine
@@ -411,41 +423,64 @@ fn bench_main(args: Vec<OsString>) -> Result<i32> {
         }
     };
     check_traffic(a.traffic)?;
-    let cpu = a.cpu.or_else(|| schedlab_report::machine::online_cpus().last().copied()).unwrap_or(0);
-    schedlab_report::machine::pin_current_thread(cpu).with_context(|| format!("cannot pin the benchmark to CPU {cpu}"))?;
+    let threads: Vec<usize> = a.threads.iter().map(|&t| t as usize).collect();
+    let pinned = threads.iter().all(|&t| t == 1);
+    if pinned {
+        let cpu = a.cpu.or_else(|| schedlab_report::machine::online_cpus().last().copied()).unwrap_or(0);
+        schedlab_report::machine::pin_current_thread(cpu).with_context(|| format!("cannot pin the benchmark to CPU {cpu}"))?;
+    } else if a.cpu.is_some() {
+        anyhow::bail!("--cpu pins one thread; it cannot be combined with --threads above 1");
+    }
     let got = schedlab_report::ThreadInfo::current();
     let cfg = SimConfig::report(a.traffic, a.packets, a.seed);
-    let r = bench(&cfg, a.repeat);
+    let rs = bench(&cfg, a.repeat, &threads);
     println!(
-        "bench: {} strategies in lock step, traffic {}%, {} arrival packets x {} reps, seed {}, pinned to CPU {:?} (running on {})",
-        r.strategies,
+        "bench: {} strategies in lock step, traffic {}%, {} arrival packets x {} reps, seed {}, {} CPU {:?} (running on {})",
+        cfg.strategies.len(),
         a.traffic,
         thousands(a.packets),
         a.repeat,
         a.seed,
+        if pinned { "pinned to" } else { "threads allowed on" },
         got.allowed_cpus,
         got.cpu
     );
-    for (i, s) in r.samples.iter().enumerate() {
+    for r in &rs {
+        let tag = if rs.len() > 1 { format!("{} thread{}: ", r.threads, if r.threads == 1 { "" } else { "s" }) } else { String::new() };
+        for (i, s) in r.samples.iter().enumerate() {
+            println!(
+                "  {tag}rep {i}: {:.3} s wall, {:.3} s CPU: {:.2} M arrival packets/s ({:.2} M per CPU-second)",
+                s.wall_s,
+                s.cpu_s,
+                s.rate_pps / 1e6,
+                s.cpu_rate_pps / 1e6
+            );
+        }
+    }
+    for r in &rs {
         println!(
-            "  rep {i}: {:.3} s wall, {:.3} s CPU: {:.2} M arrival packets/s ({:.2} M per CPU-second)",
-            s.wall_s,
-            s.cpu_s,
-            s.rate_pps / 1e6,
-            s.cpu_rate_pps / 1e6
+            "median, {} thread{}: {:.2} M arrival packets/s wall, {:.2} M per CPU-second ({:.1} M packet-decisions/s over {} lanes); baseline (event loop and RNG only, one thread): {:.2} M/s; ratio {:.3}",
+            r.threads,
+            if r.threads == 1 { "" } else { "s" },
+            r.median_rate_pps / 1e6,
+            r.median_cpu_rate_pps / 1e6,
+            r.median_lane_rate_pps / 1e6,
+            r.strategies,
+            r.baseline_median_rate_pps / 1e6,
+            r.ratio_to_baseline
         );
     }
-    println!(
-        "median: {:.2} M arrival packets/s wall, {:.2} M per CPU-second ({:.1} M packet-decisions/s over {} lanes); baseline (event loop and RNG only): {:.2} M/s; ratio {:.3}",
-        r.median_rate_pps / 1e6,
-        r.median_cpu_rate_pps / 1e6,
-        r.median_lane_rate_pps / 1e6,
-        r.strategies,
-        r.baseline_median_rate_pps / 1e6,
-        r.ratio_to_baseline
-    );
+    for r in rs.iter().skip(1) {
+        println!(
+            "speedup {} vs {} thread{}: {:.2}x (median wall rates; same-run, alternating)",
+            r.threads,
+            rs[0].threads,
+            if rs[0].threads == 1 { "" } else { "s" },
+            r.median_rate_pps / rs[0].median_rate_pps
+        );
+    }
     if let Some(p) = &a.json {
-        let doc = serde_json::json!({"command": "bench", "machine": MachineInfo::collect(), "thread": got, "result": r});
+        let doc = serde_json::json!({"command": "bench", "machine": MachineInfo::collect(), "thread": got, "result": rs[0], "results": rs});
         write_json(p, &doc)?;
     }
     Ok(0)
