@@ -100,10 +100,15 @@ fn two_emulated_flows_run_concurrently_and_are_analysed() {
 
     for (file, bytes, count, op) in [(&a_file, 65536, 300, "WRITE"), (&b_file, 4096, 3000, "SEND")] {
         let text = std::fs::read_to_string(file).unwrap();
+        // The original's format from the first byte; the metadata is in the sidecar FILE.json.
+        assert!(text.starts_with("Task_cnt\tTime(us)\t\tLatency\n1\t\t"), "{}", &text[..40]);
         let mut lines = text.lines();
-        let meta = lines.next().unwrap();
-        assert_eq!(meta, format!("# schedlab-rdma backend=EMULATED op={op} bytes={bytes} count={count} poll=event"));
         assert_eq!(lines.next(), Some("Task_cnt\tTime(us)\t\tLatency"));
+        let side: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{}.json", file.display())).unwrap()).unwrap();
+        assert_eq!(side["format"], "schedlab-rdma-meta/1");
+        assert_eq!((side["backend"].as_str(), side["op"].as_str(), side["poll"].as_str()), (Some("EMULATED"), Some(op), Some("event")));
+        assert_eq!((side["bytes"].as_u64(), side["count"].as_u64()), (Some(bytes), Some(count as u64)));
         let recs: Vec<&str> = lines.collect();
         assert_eq!(recs.len(), count);
         let f: Vec<&str> = recs[0].split("\t\t").collect();
@@ -157,7 +162,53 @@ fn two_emulated_flows_run_concurrently_and_are_analysed() {
     assert_eq!(csv.lines().count(), w.len() + 1);
 }
 
-/// The seed's worked example, from files in the original format (no schedlab header line).
+/// `--meta-line` keeps schedlab's older form (metadata on a first `# schedlab-rdma` line, no
+/// sidecar); `rdma share` reads it, and reads a plain file with a sidecar, alike.
+#[test]
+fn meta_line_form_and_sidecar_form_are_both_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_file, b_file) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+    let (mut sa, _sa_out, pa) = start_server(&["-s", "1024", "-n", "50"]);
+    let mut ca = start_client(pa, &["-s", "1024", "-n", "50", "--meta-line"], &a_file);
+    for (c, name) in [(&mut ca, "client"), (&mut sa, "server")] {
+        let st = wait_bounded(c, Duration::from_secs(60), name);
+        assert!(st.success(), "{name} failed: {}", rest(c.stderr.take().unwrap()));
+    }
+    let text = std::fs::read_to_string(&a_file).unwrap();
+    assert!(text.starts_with("# schedlab-rdma backend=EMULATED op=WRITE bytes=1024 count=50 poll=busy\nTask_cnt\t"), "{text}");
+    assert!(!dir.path().join("a.txt.json").exists(), "--meta-line writes no sidecar");
+    // Flow B: a plain original-format file plus a hand-written sidecar.
+    std::fs::write(&b_file, "Task_cnt\tTime(us)\t\tLatency\n1\t\t1.00\t\t1.00\n2\t\t2.00\t\t1.00\n").unwrap();
+    std::fs::write(dir.path().join("b.txt.json"), r#"{"format": "schedlab-rdma-meta/1", "data_file": "b.txt", "backend": "VERBS", "bytes": 2048, "count": 2}"#)
+        .unwrap();
+    schedlab()
+        .args(["rdma", "share"])
+        .arg(&a_file)
+        .arg(&b_file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("[EMULATED]"))
+        .stdout(predicate::str::contains("b.txt [VERBS]"))
+        .stdout(predicate::str::contains("2048 B x"));
+    // A broken sidecar is named with the field at fault.
+    std::fs::write(dir.path().join("b.txt.json"), r#"{"format": "schedlab-rdma-meta/1", "data_file": "b.txt", "bytes": -3}"#).unwrap();
+    schedlab().args(["rdma", "share"]).arg(&a_file).arg(&b_file).assert().failure().stderr(predicate::str::contains("b.txt.json: field meta"));
+}
+
+/// An -o file that cannot be written is refused before the connection is even tried.
+#[test]
+fn unwritable_output_is_refused_before_measuring() {
+    let t = Instant::now();
+    schedlab()
+        .args(["rdma", "127.0.0.1", "--backend", "emulated", "-p", "9", "-o", "/nonexistent-dir/out.txt"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("-o file /nonexistent-dir/out.txt cannot be written"));
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+/// The seed's worked example, from files in the original format (no sidecar, no header line).
 #[test]
 fn share_reproduces_the_seed_example_from_original_files() {
     let dir = tempfile::tempdir().unwrap();

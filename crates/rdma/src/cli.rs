@@ -65,9 +65,15 @@ struct BenchArgs {
     /// TCP port of the connection setup
     #[arg(short = 'p', default_value_t = 18515)]
     port: u16,
-    /// Per-message file: Task_cnt, completion time (us since start), latency (us)
+    /// Per-message file in the original's format from its first byte: Task_cnt, completion time
+    /// (us since start), latency (us). The run's metadata (backend, op, size, count, polling) goes
+    /// to a sidecar FILE.json next to it, which `rdma share` reads
     #[arg(short = 'o')]
     out: Option<PathBuf>,
+    /// Put the metadata on a first `# schedlab-rdma ...` line of the -o file instead of the
+    /// sidecar (schedlab's older form; breaks scripts that skip exactly one header line)
+    #[arg(long, requires = "out")]
+    meta_line: bool,
     /// Receives kept posted at the receiver for SEND and WRITE_IMM
     #[arg(short = 't', default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     depth: u32,
@@ -102,7 +108,7 @@ struct ShareArgs {
     a: PathBuf,
     /// Second flow's -o file
     b: PathBuf,
-    /// Bytes per message of flow A (default: from the file's schedlab header)
+    /// Bytes per message of flow A (default: from the file's sidecar A.json or schedlab header line)
     #[arg(long, value_parser = parse_size)]
     size_a: Option<MsgSize>,
     /// Bytes per message of flow B
@@ -182,6 +188,7 @@ fn bench_config(a: &BenchArgs) -> Result<BenchConfig> {
     if a.server.is_none() && a.out.is_some() {
         bail!("-o records the sender's completions: give it on the client (the command with the server address)");
     }
+    check_outputs(a)?;
     Ok(BenchConfig {
         server: a.server.clone(),
         bind: a.bind,
@@ -200,6 +207,23 @@ fn bench_config(a: &BenchArgs) -> Result<BenchConfig> {
         gid_index: a.gid_index,
         timeout: Duration::from_secs_f64(a.timeout),
     })
+}
+
+/// Refuses, before anything is measured, output files that could not be written afterwards.
+fn check_outputs(a: &BenchArgs) -> Result<()> {
+    let side = a.out.as_deref().filter(|_| !a.meta_line).map(record::sidecar_path);
+    if let (Some(j), Some(s)) = (&a.json, &side) {
+        if j == s {
+            bail!("--json {} is the sidecar of -o (it gets the flow's metadata): choose another --json name", j.display());
+        }
+    }
+    let files = [("-o", a.out.as_deref()), ("the -o sidecar", side.as_deref()), ("--json", a.json.as_deref())];
+    for (what, path) in files {
+        if let Some(p) = path.filter(|p| p.as_os_str() != "-") {
+            record::check_writable(p).with_context(|| format!("{what} file {} cannot be written", p.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn run_bench(a: &BenchArgs) -> Result<i32> {
@@ -235,7 +259,12 @@ fn run_bench(a: &BenchArgs) -> Result<i32> {
 
 fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
     if let Some(path) = &a.out {
-        record::save(path, Some(&res.meta()), &res.records)?;
+        if a.meta_line {
+            record::save(path, Some(&res.meta()), &res.records)?;
+        } else {
+            record::save(path, None, &res.records)?;
+            record::save_sidecar(path, &res.meta())?;
+        }
     }
     if let Some(path) = &a.json {
         write_json(path, res)?;
@@ -389,5 +418,11 @@ mod tests {
         assert!(e.contains("unknown RDMA operation '7'"), "{e}");
         let a = BenchArgs::try_parse_from(["rdma", "-o", "x.txt"]).unwrap();
         assert!(bench_config(&a).unwrap_err().to_string().contains("-o records the sender"));
+        let a = BenchArgs::try_parse_from(["rdma", "h", "-o", "/nonexistent-dir/x.txt"]).unwrap();
+        let e = format!("{:#}", bench_config(&a).unwrap_err());
+        assert!(e.contains("-o file /nonexistent-dir/x.txt cannot be written"), "{e}");
+        let a = BenchArgs::try_parse_from(["rdma", "h", "-o", "x.txt", "--json", "x.txt.json"]).unwrap();
+        assert!(bench_config(&a).unwrap_err().to_string().contains("sidecar"));
+        assert!(BenchArgs::try_parse_from(["rdma", "h", "--meta-line"]).is_err(), "--meta-line needs -o");
     }
 }

@@ -1,15 +1,17 @@
 //! The per-message file written by `-o` and read by `schedlab rdma share`.
 //!
-//! Format (the original's, byte for byte after the first line):
+//! Format (the original's, byte for byte from the first byte):
 //! ```text
-//! # schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=1000 poll=event
 //! Task_cnt\tTime(us)\t\tLatency
 //! 1\t\t12.34\t\t12.30
 //! ```
-//! - The first line is schedlab's addition: which backend produced the file (so an emulated run can
-//!   never pass for a real one), the operation, the message size and the message count. The
-//!   original files have no such line; the reader accepts them and the sizes then come from the
-//!   command line.
+//! What the original's file cannot say — which backend produced it (so an emulated run can never
+//! pass for a real one), the operation, the message size and count, the polling mode — goes to a
+//! **sidecar** `FILE.json` next to it ([`sidecar_path`], [`Sidecar`]), so scripts that skip one
+//! header line keep working. `schedlab rdma --meta-line` puts it instead on a first line
+//! `# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=1000 poll=event` (the form
+//! schedlab wrote before); the reader accepts all three: plain, with sidecar, with that line.
+//! Without either, the sizes come from the command line of `rdma share`.
 //! - `Task_cnt` is the number of messages completed including this one (1-based). Files that count
 //!   from 0 are recognised by their first line and shifted.
 //! - `Time(us)` is the completion time since the start of the transfer, `Latency` the completion
@@ -19,7 +21,7 @@ use std::fmt;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The original header line.
@@ -37,8 +39,8 @@ pub struct MsgRecord {
     pub lat_us: f64,
 }
 
-/// What the schedlab header line says about a flow.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// What schedlab knows about a flow beyond the original's columns (sidecar or header line).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowMeta {
     /// `EMULATED` or `VERBS`.
     pub backend: Option<String>,
@@ -81,6 +83,7 @@ pub enum Field {
     Time,
     Latency,
     Meta,
+    Sidecar,
 }
 
 impl fmt::Display for Field {
@@ -91,6 +94,7 @@ impl fmt::Display for Field {
             Field::Time => "Time(us)",
             Field::Latency => "Latency",
             Field::Meta => "schedlab header",
+            Field::Sidecar => "sidecar",
         })
     }
 }
@@ -107,6 +111,69 @@ pub enum RecordError {
     Bad { file: PathBuf, line: usize, field: Field, msg: String },
     #[error("{file}: no message lines (is this a `-o` file of schedlab rdma or write_bw?)")]
     Empty { file: PathBuf },
+    #[error("{file}: field {field}: {msg}")]
+    BadSidecar { file: PathBuf, field: &'static str, msg: String },
+}
+
+/// Name of the format in a sidecar's `format` field.
+pub const SIDECAR_FORMAT: &str = "schedlab-rdma-meta/1";
+
+/// The sidecar `FILE.json` written next to a `-o FILE`: the flow's metadata and the file it
+/// describes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sidecar {
+    /// Always [`SIDECAR_FORMAT`].
+    pub format: String,
+    /// The `-o` file this describes (its name as given on the command line).
+    pub data_file: String,
+    #[serde(flatten)]
+    pub meta: FlowMeta,
+}
+
+/// `FILE` -> `FILE.json`.
+pub fn sidecar_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".json");
+    PathBuf::from(s)
+}
+
+/// Parses a sidecar's text; `name` is used in error messages.
+pub fn parse_sidecar(text: &str, name: &Path) -> Result<FlowMeta, RecordError> {
+    let bad = |field: &'static str, msg: String| RecordError::BadSidecar { file: name.to_path_buf(), field, msg };
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| bad("json", format!("not JSON: {e}")))?;
+    match v.get("format").and_then(|f| f.as_str()) {
+        Some(SIDECAR_FORMAT) => {}
+        Some(other) => return Err(bad("format", format!("'{other}' is not '{SIDECAR_FORMAT}'"))),
+        None => return Err(bad("format", format!("missing (a schedlab rdma sidecar has \"format\": \"{SIDECAR_FORMAT}\")"))),
+    }
+    let side: Sidecar = serde_json::from_value(v).map_err(|e| bad("meta", e.to_string()))?;
+    if side.meta.bytes == Some(0) {
+        return Err(bad("bytes", "must be above 0".into()));
+    }
+    Ok(side.meta)
+}
+
+/// Writes the sidecar of `data` (a `-o` file) to [`sidecar_path`]`(data)`.
+pub fn save_sidecar(data: &Path, meta: &FlowMeta) -> Result<PathBuf, RecordError> {
+    let path = sidecar_path(data);
+    let side = Sidecar { format: SIDECAR_FORMAT.into(), data_file: data.display().to_string(), meta: meta.clone() };
+    let io = |err| RecordError::Io { file: path.clone(), err };
+    let mut text = serde_json::to_string_pretty(&side).map_err(|e| io(io::Error::other(e)))?;
+    text.push('\n');
+    std::fs::write(&path, text).map_err(io)?;
+    Ok(path)
+}
+
+/// Fails unless `path` can be opened for writing, without changing an existing file and
+/// without leaving a new one behind: used to refuse a run whose results could not be saved
+/// before it starts.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    if path.exists() {
+        std::fs::OpenOptions::new().append(true).open(path).map(drop)
+    } else {
+        std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+        std::fs::remove_file(path)
+    }
 }
 
 /// Writes a whole file.
@@ -128,10 +195,20 @@ pub fn save(path: &Path, meta: Option<&FlowMeta>, records: &[MsgRecord]) -> Resu
     write_flow(io::BufWriter::new(f), meta, records).map_err(io)
 }
 
-/// Reads a file from `path`.
+/// Reads a file from `path`; without a header line, the metadata comes from its sidecar
+/// (`FILE.json`) when there is one.
 pub fn load(path: &Path) -> Result<FlowFile, RecordError> {
     let f = std::fs::File::open(path).map_err(|err| RecordError::Io { file: path.to_path_buf(), err })?;
-    read_flow(io::BufReader::new(f), path)
+    let mut flow = read_flow(io::BufReader::new(f), path)?;
+    if flow.meta.is_none() {
+        let side = sidecar_path(path);
+        match std::fs::read_to_string(&side) {
+            Ok(text) => flow.meta = Some(parse_sidecar(&text, &side)?),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(RecordError::Io { file: side, err }),
+        }
+    }
+    Ok(flow)
 }
 
 fn parse_meta(text: &str, bad: &dyn Fn(Field, String) -> RecordError) -> Result<FlowMeta, RecordError> {
@@ -253,6 +330,43 @@ mod tests {
         let back = read(&text).unwrap();
         assert_eq!(back.meta, Some(meta));
         assert_eq!(back.records, recs);
+    }
+
+    #[test]
+    fn sidecar_round_trips_and_bad_ones_are_named() {
+        let dir = std::env::temp_dir().join(format!("schedlab-rdma-sidecar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("out.txt");
+        let meta = FlowMeta { backend: Some("EMULATED".into()), op: Some("WRITE".into()), bytes: Some(64), count: Some(2), poll: None };
+        let recs = [MsgRecord { completed: 1, time_us: 1.0, lat_us: 1.0 }, MsgRecord { completed: 2, time_us: 2.0, lat_us: 1.0 }];
+        save(&data, None, &recs).unwrap();
+        assert_eq!(std::fs::read_to_string(&data).unwrap(), "Task_cnt\tTime(us)\t\tLatency\n1\t\t1.00\t\t1.00\n2\t\t2.00\t\t1.00\n");
+        assert_eq!(load(&data).unwrap().meta, None, "no sidecar yet");
+        let side = save_sidecar(&data, &meta).unwrap();
+        assert_eq!(side, dir.join("out.txt.json"));
+        assert_eq!(load(&data).unwrap().meta, Some(meta.clone()));
+        std::fs::write(&side, "{\"format\": \"other/2\"}").unwrap();
+        assert!(load(&data).unwrap_err().to_string().contains("out.txt.json: field format: 'other/2'"));
+        std::fs::write(&side, "[1").unwrap();
+        assert!(load(&data).unwrap_err().to_string().contains("field json"));
+        let e = parse_sidecar(r#"{"format": "schedlab-rdma-meta/1", "data_file": "x", "bytes": "big"}"#, Path::new("s.json")).unwrap_err();
+        assert!(e.to_string().starts_with("s.json: field meta:"), "{e}");
+        assert!(parse_sidecar(r#"{"format": "schedlab-rdma-meta/1", "data_file": "x", "bytes": 0}"#, Path::new("s")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn writability_is_checked_without_side_effects() {
+        let dir = std::env::temp_dir().join(format!("schedlab-rdma-wr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let new = dir.join("new.txt");
+        check_writable(&new).unwrap();
+        assert!(!new.exists(), "the check leaves no file behind");
+        std::fs::write(&new, "keep").unwrap();
+        check_writable(&new).unwrap();
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "keep", "an existing file is not truncated");
+        assert!(check_writable(&dir.join("no/such/dir/x.txt")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::record::MsgRecord;
 /// Errors of the analysis.
 #[derive(Debug, Error, PartialEq)]
 pub enum ShareError {
-    #[error("flow {flow}: message size unknown: give --size-{lower} BYTES (the file has no schedlab header line)")]
+    #[error("flow {flow}: message size unknown: give --size-{lower} BYTES (the file has neither a sidecar FILE.json nor a schedlab header line)")]
     NoSize { flow: char, lower: char },
     #[error("flow {flow} has no messages")]
     NoMessages { flow: char },
@@ -154,7 +154,7 @@ pub fn analyse(a: &FlowInput, b: &FlowInput, window_us: f64) -> Result<ShareRepo
         FlowShare {
             name: f.name.to_string(),
             source: f.source.clone(),
-            backend: f.backend.clone().unwrap_or_else(|| "unknown (no schedlab header)".into()),
+            backend: f.backend.clone().unwrap_or_else(|| "unknown (no sidecar or schedlab header)".into()),
             bytes_per_msg: f.bytes_per_msg,
             count: f.count,
             finished_first: i == first,
