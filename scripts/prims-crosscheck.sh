@@ -91,7 +91,7 @@ compare_locks() { # $1 = judge|info, then lock names
     local mode=$1; shift
     for lock in "$@"; do
         for r in $(seq 1 "$ROUNDS"); do
-            "$SCHEDLAB" trylock -F -n 2 -t "$TRY_MILLIONS" --lock "$lock" --ring 0 --json "$work/b_${lock}_$r.json" >/dev/null
+            "$SCHEDLAB" trylock -F -n 2 -t "$TRY_MILLIONS" --lock "$lock" --ring 0 --handover --json "$work/b_${lock}_$r.json" >/dev/null
             "$SCHEDLAB" trylock --pingpong -t "$PP_MILLIONS" --lock "$lock" --ring 0 --json "$work/pp_${lock}_$r.json" >/dev/null
         done
         python3 - "$work" "$ROUNDS" "$TOL" "$lock" "$mode" <<'PY' || status=1

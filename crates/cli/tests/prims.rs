@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::Output;
+use std::time::Duration;
 
 use assert_cmd::Command;
 
@@ -178,15 +179,103 @@ fn semtest_help_and_seed_shape() {
     assert_eq!(v, mins.iter().copied().fold(f64::INFINITY, f64::min), "(Min) Global is the smallest minimum: {gmin}");
     let v: f64 = field_after(gmax, "Global:").parse().unwrap();
     assert_eq!(v, maxs.iter().copied().fold(0.0, f64::max), "{gmax}");
-    assert!(gmax.contains(" us avg: ") && gmax.contains("middle: "), "{gmax}");
+    assert!(gmax.contains(" usvg: ") && gmax.contains(" us") && gmax.contains("middle: "), "{gmax}");
     assert!(out.lines().any(|l| l.starts_with("Test took 0 hours 0 mins ") && l.ends_with(" secs to complete")), "{out}");
-    assert!(out.contains("(All) Global: p50 "), "{out}");
+    assert!(out.contains("# (All) Global: p50 "), "{out}");
+    // The seed's block, byte for byte in layout: from "Starting test:" to "Test took", only the
+    // seed's lines, in the seed's order, whole microseconds, the seed's column positions.
+    let block: Vec<&str> = out.lines().skip_while(|l| *l != "Starting test:").take_while(|l| !l.starts_with('#')).collect();
+    let n = cpus();
+    assert_eq!(block.len(), 1 + 5 + 1 + n + 2 + 1, "{block:#?}");
+    assert_eq!(block[6], "Summary of 2000 iterations");
+    for (i, l) in block[7..7 + n].iter().enumerate() {
+        assert!(l.starts_with(&format!("P: {i:2}, ")), "{l}");
+        assert_eq!(&l[16..21], "Pri: ", "{l}");
+        assert_eq!(&l[24..28], "Max:", "{l}");
+        assert_eq!(&l[48..52], "Min:", "{l}");
+        assert_eq!(l.len(), 64, "Min is %12ld: {l}");
+        assert!(l[28..40].trim().parse::<u64>().is_ok() && l[52..].trim().parse::<u64>().is_ok(), "whole us: {l}");
+    }
+    for l in [gmax, gmin] {
+        assert!(l[13..26].trim().parse::<u64>().is_ok() && l[26..].starts_with(" usvg: "), "{l}");
+        assert_eq!(l.find("middle: ").unwrap(), 48, "{l}");
+    }
+    // The blank line before "Starting test:" is the original's.
+    assert!(out.contains("\n\nStarting test:\n"), "{out}");
+}
+
+#[test]
+fn semtest_and_notify_run_for_a_duration_and_dump_histograms() {
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("semtest.hist");
+    let t = std::time::Instant::now();
+    let out = ok(&["semtest", "-D", "0.5s", "--interval", "100", "-n", "1", "--histfile", hist.to_str().unwrap()]);
+    assert!(t.elapsed() < Duration::from_secs(20));
+    let done: u64 = out.lines().find_map(|l| l.strip_prefix("Summary of ")).unwrap().trim_end_matches(" iterations").parse().unwrap();
+    assert!(done > 10, "{out}");
+    assert!(out.contains(&format!("Iterations:     {done}\n")), "{out}");
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let total: u64 = rows.iter().map(|r| r.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    let overflow: u64 = text.lines().find_map(|l| l.strip_prefix("# Histogram Overflows:")).unwrap().trim().parse().unwrap();
+    assert_eq!(total + overflow, done, "every sample is in a bucket or an overflow:\n{text}");
+    assert!(rows.iter().enumerate().all(|(i, r)| r.starts_with(&format!("{i:06} "))), "consecutive 1 us buckets");
+    assert!(text.contains(&format!("# Total: {done:09}\n")), "{text}");
+
+    // -i and -D together: whichever comes first (here -i).
+    let out = ok(&["semtest", "-D", "1m", "-i", "50", "--interval", "0", "-n", "1"]);
+    assert!(out.contains("Summary of 50 iterations"), "{out}");
+
+    let nh = dir.path().join("notify.hist");
+    let t = std::time::Instant::now();
+    let out = ok(&["notify", "-S", "-D", "300ms", "--histfile", nh.to_str().unwrap()]);
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert!(out.contains("# stopped after -D 0.3 s"), "{out}");
+    let text = std::fs::read_to_string(&nh).unwrap();
+    assert!(text.starts_with("# Histogram: sender cost, wake-up latency\n000000 "), "{text}");
+    let tot: Vec<u64> = text.lines().find_map(|l| l.strip_prefix("# Total:")).unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert!(tot[0] > 0 && tot.len() == 2, "{text}");
+    let out = ok(&["notify", "-D", "200ms"]);
+    assert!(out.contains("notifications for 0.2 s"), "{out}");
+    fails_with(&["notify", "--histfile", "x.hist"], "needs test B (-S)");
+    fails_with(&["semtest", "-D", "soon"], "is not a duration");
+}
+
+#[test]
+fn json_to_stdout_is_only_json() {
+    for args in [
+        vec!["trylock", "-n", "2", "-F", "-t", "0.01", "--json", "-"],
+        vec!["trylock", "-n", "1", "-t", "0.1", "--json", "-"],
+        vec!["notify", "-n", "2", "--json", "-"],
+        vec!["notify", "-S", "-n", "0.1", "--json", "-"],
+        vec!["semtest", "-i", "100", "--interval", "0", "-n", "1", "--json", "-"],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: stdout is not only JSON ({e}):\n{}", stdout(&o)));
+        assert_eq!(v["command"], args[0]);
+        assert!(stderr(&o).lines().count() > 3, "the human lines go to stderr: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn unwritable_outputs_are_refused_before_measuring() {
+    for (args, what) in [
+        (vec!["trylock", "-F", "-t", "1000", "-o", "/nonexistent-dir/dump.txt"], "-o file /nonexistent-dir/dump.txt"),
+        (vec!["trylock", "-t", "1000", "--json", "/nonexistent-dir/t.json"], "--json file"),
+        (vec!["semtest", "-i", "100000", "--histfile", "/nonexistent-dir/h"], "--histfile file"),
+        (vec!["notify", "-S", "-n", "1000", "--histfile", "/nonexistent-dir/h"], "--histfile file"),
+    ] {
+        let t = std::time::Instant::now();
+        fails_with(&args, what);
+        assert!(t.elapsed() < Duration::from_secs(5), "{args:?} measured before failing ({:?})", t.elapsed());
+    }
 }
 
 #[test]
 fn semtest_placement_is_printed_per_pair_and_read_back() {
     let out = ok(&["semtest", "-i", "500", "--interval", "0", "--mode", "one-way", "--placement", "same-core", "-n", "1"]);
-    let p = out.lines().find(|l| l.starts_with("P: ")).unwrap();
+    let p = out.lines().find(|l| l.starts_with("# P: ")).unwrap();
     let c = allowed_cpus();
     assert!(p.contains(&format!("marco CPU {0} (ran on {0}), polo CPU {0} (ran on {0})", c[0])), "{p}");
     assert!(out.contains("one-way"), "{out}");
@@ -198,6 +287,7 @@ fn semtest_placement_is_printed_per_pair_and_read_back() {
     let out = ok(&["semtest", "-i", "300", "--interval", "0", "--placement", &fixed, "--primitive", "futex"]);
     let p = out.lines().find(|l| l.starts_with("P: ")).unwrap();
     assert!(p.starts_with(&format!("P:  0, {} ", c[1])), "{p}");
+    let p = out.lines().find(|l| l.starts_with("# P: ")).unwrap();
     assert!(p.contains(&format!("marco CPU {0} (ran on {0}), polo CPU {1} (ran on {1})", c[0], c[1])), "{p}");
     let out = ok(&["semtest", "-i", "300", "--interval", "0", "-A", "-n", "1"]);
     assert!(out.contains("Affinity:       Off") && out.contains("marco unpinned"), "{out}");

@@ -40,6 +40,8 @@ pub struct NotifyConfig {
     /// Gap between two notifications in test B.
     pub gap_ns: u64,
     pub allow_degraded: bool,
+    /// Stop sending after this long (`-D`), even if fewer than `notifications` were sent.
+    pub duration_ns: Option<u64>,
 }
 
 /// Sender side.
@@ -52,6 +54,11 @@ pub struct SenderResult {
     /// Test B: cost of one `notify` (includes one clock read).
     pub cost_avg_ns: f64,
     pub cost_ns: Summary,
+    /// Sending stopped at the `-D` deadline.
+    pub stopped_by_duration: bool,
+    /// Test B: the samples behind `cost_ns` (for `--histfile`).
+    #[serde(skip)]
+    pub cost_hist: Hist,
 }
 
 /// Receiver side.
@@ -64,6 +71,9 @@ pub struct ReceiverResult {
     pub rate_ops_per_s: f64,
     /// Test B: sender's timestamp before `notify` to the receiver's return from `wait`.
     pub wake_latency_ns: Summary,
+    /// The samples behind `wake_latency_ns` (for `--histfile`).
+    #[serde(skip)]
+    pub wake_latency_hist: Hist,
 }
 
 /// A whole run.
@@ -94,9 +104,15 @@ fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
     let mut cost_sum = 0u64;
     let start = now_ns();
     sh.send_start.store(start, Ordering::SeqCst);
+    let deadline = cfg.duration_ns.map(|d| start.saturating_add(d));
+    let mut by_duration = false;
     let mut sent = 0;
     while sent < cfg.notifications {
-        if stop_requested() {
+        // The clock is read for the deadline every 256 notifications in test A (a few ns
+        // amortised), at every one in test B (which reads it anyway).
+        let check = cfg.test == NotifyTest::Sender || sent % 256 == 0;
+        by_duration = check && deadline.is_some_and(|d| now_ns() >= d);
+        if stop_requested() || by_duration {
             sh.target.store(sent, Ordering::SeqCst);
             sh.ch.notify()?; // wakes the receiver so it can see the lowered target
             break;
@@ -127,6 +143,8 @@ fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
         rate_ops_per_s: sent as f64 * 1e9 / dt as f64,
         cost_avg_ns: if cost.is_empty() { 0.0 } else { cost_sum as f64 / cost.len() as f64 },
         cost_ns: cost.summary(1.0),
+        stopped_by_duration: by_duration,
+        cost_hist: cost,
     })
 }
 
@@ -158,6 +176,7 @@ fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
         duration_s: dt as f64 / 1e9,
         rate_ops_per_s: received as f64 * 1e9 / dt as f64,
         wake_latency_ns: lat.summary(1.0),
+        wake_latency_hist: lat,
     })
 }
 
@@ -235,7 +254,31 @@ mod tests {
     use super::*;
 
     fn cfg(test: NotifyTest, m: Mechanism, n: u64) -> NotifyConfig {
-        NotifyConfig { test, mechanism: m, notifications: n, sender_cpu: None, receiver_cpu: None, gap_ns: 20_000, allow_degraded: false }
+        NotifyConfig {
+            test,
+            mechanism: m,
+            notifications: n,
+            sender_cpu: None,
+            receiver_cpu: None,
+            gap_ns: 20_000,
+            allow_degraded: false,
+            duration_ns: None,
+        }
+    }
+
+    #[test]
+    fn duration_stops_the_sender_and_the_receiver_gets_everything_sent() {
+        for test in [NotifyTest::Receiver, NotifyTest::Sender] {
+            let mut c = cfg(test, Mechanism::Eventfd, u64::MAX);
+            c.duration_ns = Some(50_000_000);
+            let t = std::time::Instant::now();
+            let r = run(&c).unwrap();
+            assert!(t.elapsed() < std::time::Duration::from_secs(5), "{test:?} ran {:?}", t.elapsed());
+            assert!(r.sender.stopped_by_duration, "{test:?}");
+            assert!(r.sender.sent > 0);
+            assert_eq!(r.receiver.received, r.sender.sent, "{test:?}");
+            assert!(!r.interrupted);
+        }
     }
 
     #[test]

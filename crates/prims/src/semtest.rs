@@ -94,6 +94,8 @@ pub struct SemtestConfig {
     pub allow_degraded: bool,
     /// Seed of the polo permutation (placement `permuted`).
     pub seed: u64,
+    /// Stop after this long (`-D`), even before `iterations`.
+    pub duration_ns: Option<u64>,
 }
 
 /// One pair's figures, in microseconds.
@@ -226,11 +228,12 @@ struct Pair {
 
 fn marco(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
     let mut h = Hist::new();
-    let total = cfg.warmup + cfg.iterations;
+    let total = cfg.warmup.saturating_add(cfg.iterations);
     let interval = std::time::Duration::from_micros(cfg.interval_us);
+    let deadline = cfg.duration_ns.map(|d| now_ns().saturating_add(d));
     let mut result = Ok(());
     for i in 0..total {
-        if stop_requested() {
+        if stop_requested() || deadline.is_some_and(|d| now_ns() >= d) {
             break;
         }
         let t0 = now_ns();
@@ -397,7 +400,21 @@ mod tests {
             mlockall: false,
             allow_degraded: false,
             seed: 7,
+            duration_ns: None,
         }
+    }
+
+    #[test]
+    fn duration_ends_an_unbounded_run() {
+        let mut c = cfg(1, Mode::RoundTrip, Placement::Unpinned);
+        c.iterations = u64::MAX;
+        c.interval_us = 100;
+        c.duration_ns = Some(100_000_000);
+        let t = std::time::Instant::now();
+        let r = run(&c).unwrap();
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(r.pairs[0].lat_us.count > 10, "{:?}", r.pairs[0].lat_us);
+        assert!(!r.interrupted);
     }
 
     #[test]

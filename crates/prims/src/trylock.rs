@@ -11,6 +11,18 @@
 //!   lock until the other has found it busy, then releases it, and waits until the other has
 //!   taken it. The same per-operation samples, in a pattern with no luck in it: the cross-check
 //!   for test B.
+//!
+//! ## As exact as a plain C loop
+//! The loops are generic over the lock type and compiled once per lock ([`run`] dispatches on
+//! [`LockKind`]), so a `try_lock` is a direct call into libc exactly as in C; going through the
+//! `dyn TryLock` trait object instead adds an indirect call per try, about 1 ns, which was 29%
+//! of a 3.4 ns busy `sem_trywait` ([`Dispatch::TraitObject`] keeps that path for comparison).
+//! Between two timed operations test B does what a C loop does — a sum, a count, a ring store —
+//! plus one increment of a 1-ns-bucket array ([`FastHist`]); the HDR histograms are filled
+//! after the loop. Which thread released the lock before a free try ("hand-over") is only
+//! tracked on request ([`TrylockConfig::track_handover`]): tracking writes a word shared by all
+//! threads at every acquisition, an extra cache-line transfer inside the hold that made test B's
+//! busy cost swing from run to run.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -47,6 +59,22 @@ pub struct TrylockConfig {
     /// Busy samples kept per thread for `-o`.
     pub ring: usize,
     pub allow_degraded: bool,
+    /// Test B: record which thread held the lock before each free try (adds a shared write per
+    /// acquisition; the ping-pong always tracks it).
+    pub track_handover: bool,
+    /// How the loops call the lock.
+    pub dispatch: Dispatch,
+}
+
+/// How the measuring loops call the lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dispatch {
+    /// A loop compiled for the concrete lock type: direct calls, as a C program makes them.
+    #[default]
+    Direct,
+    /// Through `&dyn TryLock` (one indirect call per operation): kept to show what that costs.
+    TraitObject,
 }
 
 /// One worker's figures. Costs are in nanoseconds and include one clock read (see the clock cost).
@@ -56,6 +84,11 @@ pub struct WorkerResult {
     /// CPU the worker was running on when it finished.
     pub cpu_at_end: i32,
     pub duration_s: f64,
+    /// CPU time the worker's thread got during the loop (less than `duration_s` when the thread
+    /// was preempted: on a loaded machine `busy_ns_per_try_cpu` is the robust test A figure).
+    pub cpu_s: f64,
+    /// Test A: CPU time per try, ns.
+    pub busy_ns_per_try_cpu: f64,
     pub busy_samples: u64,
     pub free_samples: u64,
     pub post_samples: u64,
@@ -129,7 +162,8 @@ impl TrylockRun {
 /// No thread has held the lock yet.
 const NOBODY: u32 = u32::MAX;
 
-/// A ring of the last `cap` samples.
+/// A ring of the last `cap` samples. Its memory is written once before the measurement, so no
+/// page fault lands inside it.
 struct Ring {
     buf: Vec<u32>,
     next: usize,
@@ -138,101 +172,158 @@ struct Ring {
 
 impl Ring {
     fn new(cap: usize) -> Ring {
-        Ring { buf: Vec::with_capacity(cap), next: 0, wrapped: false }
+        Ring { buf: vec![u32::MAX; cap], next: 0, wrapped: false }
     }
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, v: u64) {
-        let cap = self.buf.capacity();
-        if cap == 0 {
-            return;
+        if let Some(slot) = self.buf.get_mut(self.next) {
+            *slot = v.min(u32::MAX as u64) as u32;
+            self.next += 1;
+            if self.next == self.buf.len() {
+                self.next = 0;
+                self.wrapped = true;
+            }
         }
-        let v = v.min(u32::MAX as u64) as u32;
-        if self.buf.len() < cap {
-            self.buf.push(v);
-        } else {
-            self.buf[self.next] = v;
-            self.wrapped = true;
-        }
-        self.next = (self.next + 1) % cap;
     }
     fn into_ordered(mut self) -> Vec<u32> {
         if self.wrapped {
             self.buf.rotate_left(self.next);
+        } else {
+            self.buf.truncate(self.next);
         }
         self.buf
     }
 }
 
+/// Exact counts of 1-ns buckets below [`FastHist::SMALL`] ns (one increment per sample, the
+/// cost of a C loop's ring store), larger values in an HDR histogram; turned into a [`Hist`]
+/// after the loop.
+pub struct FastHist {
+    small: Box<[u64]>,
+    big: Hist,
+    n: u64,
+    sum: u64,
+}
+
+impl Default for FastHist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FastHist {
+    /// Values below this many ns are counted exactly, one bucket per ns.
+    pub const SMALL: u64 = 1024;
+
+    pub fn new() -> FastHist {
+        FastHist { small: vec![0u64; Self::SMALL as usize].into_boxed_slice(), big: Hist::new(), n: 0, sum: 0 }
+    }
+    #[inline(always)]
+    pub fn record(&mut self, v: u64) {
+        match self.small.get_mut(v as usize) {
+            Some(c) => *c += 1,
+            None => self.big.record(v),
+        }
+        self.n += 1;
+        self.sum += v;
+    }
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+    /// All samples as an HDR histogram.
+    pub fn into_hist(self) -> Hist {
+        let mut h = self.big;
+        for (v, &c) in self.small.iter().enumerate() {
+            if c > 0 {
+                h.record_n(v as u64, c);
+            }
+        }
+        h
+    }
+}
+
 /// Per-operation samples of one worker.
 struct Samples {
-    busy: Hist,
-    free: Hist,
-    post: Hist,
-    handover: Hist,
-    sums: [u64; 4],
+    busy: FastHist,
+    free: FastHist,
+    post: FastHist,
+    handover: FastHist,
     ring: Ring,
 }
 
 impl Samples {
     fn new(ring: usize) -> Samples {
-        Samples {
-            busy: Hist::new(),
-            free: Hist::new(),
-            post: Hist::new(),
-            handover: Hist::new(),
-            sums: [0; 4],
-            ring: Ring::new(ring),
-        }
+        Samples { busy: FastHist::new(), free: FastHist::new(), post: FastHist::new(), handover: FastHist::new(), ring: Ring::new(ring) }
     }
-    #[inline]
+    #[inline(always)]
     fn busy(&mut self, ns: u64) {
         self.busy.record(ns);
-        self.sums[0] += ns;
         self.ring.push(ns);
     }
-    #[inline]
+    #[inline(always)]
     fn free(&mut self, ns: u64, handed_over: bool) {
         self.free.record(ns);
-        self.sums[1] += ns;
         if handed_over {
             self.handover.record(ns);
-            self.sums[3] += ns;
         }
     }
-    #[inline]
+    #[inline(always)]
     fn post(&mut self, ns: u64) {
         self.post.record(ns);
-        self.sums[2] += ns;
     }
-    fn finish(self, index: usize, duration_ns: u64) -> WorkerResult {
-        let avg = |s: u64, h: &Hist| if h.is_empty() { 0.0 } else { s as f64 / h.len() as f64 };
+    fn finish(self, index: usize, duration_ns: u64, cpu_ns: u64) -> WorkerResult {
+        let (busy_avg_ns, free_avg_ns, post_avg_ns, free_handover_avg_ns) =
+            (self.busy.mean(), self.free.mean(), self.post.mean(), self.handover.mean());
+        let [busy, free, post, handover] = [self.busy, self.free, self.post, self.handover].map(FastHist::into_hist);
         WorkerResult {
             index,
             cpu_at_end: current_cpu(),
             duration_s: duration_ns as f64 / 1e9,
-            busy_samples: self.busy.len(),
-            free_samples: self.free.len(),
-            post_samples: self.post.len(),
+            cpu_s: cpu_ns as f64 / 1e9,
+            busy_ns_per_try_cpu: 0.0,
+            busy_samples: busy.len(),
+            free_samples: free.len(),
+            post_samples: post.len(),
             rate_ops_per_s: 0.0,
-            busy_avg_ns: avg(self.sums[0], &self.busy),
-            free_avg_ns: avg(self.sums[1], &self.free),
-            post_avg_ns: avg(self.sums[2], &self.post),
-            busy_ns: self.busy.summary(1.0),
-            free_ns: self.free.summary(1.0),
-            post_ns: self.post.summary(1.0),
-            free_handover_samples: self.handover.len(),
-            free_handover_avg_ns: avg(self.sums[3], &self.handover),
-            free_handover_ns: self.handover.summary(1.0),
-            hists: Some(Box::new([self.busy, self.free, self.post, self.handover])),
+            busy_avg_ns,
+            free_avg_ns,
+            post_avg_ns,
+            busy_ns: busy.summary(1.0),
+            free_ns: free.summary(1.0),
+            post_ns: post.summary(1.0),
+            free_handover_samples: handover.len(),
+            free_handover_avg_ns,
+            free_handover_ns: handover.summary(1.0),
+            hists: Some(Box::new([busy, free, post, handover])),
             busy_ring: self.ring.into_ordered(),
         }
     }
 }
 
-/// Test A: tight loop of tries on a lock someone else holds.
-fn busy_loop(lock: &dyn TryLock, ops: u64, index: usize) -> WorkerResult {
+/// CPU time of the calling thread, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Test A: tight loop of tries on a lock someone else holds. Generic, so that each lock gets
+/// its own loop with a direct call (`L = dyn TryLock` gives the indirect-call version).
+fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerResult {
     const CHUNK: u64 = 4096;
     let (mut busy, mut free) = (0u64, 0u64);
+    let c0 = thread_cpu_ns();
     let t0 = now_ns();
     let mut done = 0;
     while done < ops && !stop_requested() {
@@ -248,10 +339,13 @@ fn busy_loop(lock: &dyn TryLock, ops: u64, index: usize) -> WorkerResult {
         done += n;
     }
     let dt = (now_ns() - t0).max(1);
+    let cpu = (thread_cpu_ns() - c0).max(1);
     WorkerResult {
         index,
         cpu_at_end: current_cpu(),
         duration_s: dt as f64 / 1e9,
+        cpu_s: cpu as f64 / 1e9,
+        busy_ns_per_try_cpu: cpu as f64 / done.max(1) as f64,
         busy_samples: busy,
         free_samples: free,
         rate_ops_per_s: done as f64 * 1e9 / dt as f64,
@@ -259,9 +353,13 @@ fn busy_loop(lock: &dyn TryLock, ops: u64, index: usize) -> WorkerResult {
     }
 }
 
-/// Test B: tries and unlocks, each timed; the token wanders between threads.
-fn free_loop(lock: &dyn TryLock, owner: &AtomicU32, ops: u64, index: usize, ring: usize) -> WorkerResult {
+/// Test B: tries and unlocks, each timed; the token wanders between threads. Between two timed
+/// operations only what a C loop does happens (sum, count, ring store, one bucket increment),
+/// plus, when `owner` is given, the hand-over bookkeeping.
+fn free_loop<L: TryLock + ?Sized>(lock: &L, owner: Option<&AtomicU32>, ops: u64, index: usize, ring: usize) -> WorkerResult {
     let mut s = Samples::new(ring);
+    let me = index as u32;
+    let c0 = thread_cpu_ns();
     let start = now_ns();
     for i in 0..ops {
         if i % 4096 == 0 && stop_requested() {
@@ -271,8 +369,17 @@ fn free_loop(lock: &dyn TryLock, owner: &AtomicU32, ops: u64, index: usize, ring
         let ok = lock.try_lock();
         let t1 = now_ns();
         if ok {
-            let prev = owner.swap(index as u32, Ordering::Relaxed);
-            s.free(t1 - t0, prev != NOBODY && prev != index as u32);
+            let handed_over = match owner {
+                Some(o) => {
+                    let prev = o.load(Ordering::Relaxed);
+                    if prev != me {
+                        o.store(me, Ordering::Relaxed);
+                    }
+                    prev != NOBODY && prev != me
+                }
+                None => false,
+            };
+            s.free(t1 - t0, handed_over);
             let t2 = now_ns();
             lock.unlock();
             let t3 = now_ns();
@@ -281,7 +388,8 @@ fn free_loop(lock: &dyn TryLock, owner: &AtomicU32, ops: u64, index: usize, ring
             s.busy(t1 - t0);
         }
     }
-    s.finish(index, now_ns() - start)
+    let end = now_ns();
+    s.finish(index, end - start, thread_cpu_ns() - c0)
 }
 
 /// Shared state of the ping-pong.
@@ -311,9 +419,10 @@ fn spin_while(cond: impl Fn() -> bool) -> bool {
 /// holder keeps the lock until the other thread has found it busy at least once, then unlocks;
 /// the other's next try finds it free. So every round has busy tries against a lock held on the
 /// other core, one free try just after the other core released it, and one unlock.
-fn pingpong_loop(lock: &dyn TryLock, turns: &Turns, rounds: u64, me: usize, ring: usize) -> WorkerResult {
+fn pingpong_loop<L: TryLock + ?Sized>(lock: &L, turns: &Turns, rounds: u64, me: usize, ring: usize) -> WorkerResult {
     let peer = 1 - me;
     let mut s = Samples::new(ring);
+    let c0 = thread_cpu_ns();
     let start = now_ns();
     'rounds: for _ in 0..rounds {
         loop {
@@ -348,7 +457,7 @@ fn pingpong_loop(lock: &dyn TryLock, turns: &Turns, rounds: u64, me: usize, ring
         }
     }
     turns.done[me].store(true, Ordering::Release);
-    s.finish(me, now_ns() - start)
+    s.finish(me, now_ns() - start, thread_cpu_ns() - c0)
 }
 
 /// Busy, free, post and handed-over-free samples of all workers together.
@@ -387,22 +496,39 @@ pub fn validate(cfg: &TrylockConfig) -> Result<(), PrimsError> {
 /// degraded runs are not allowed.
 pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
     validate(cfg)?;
+    use crate::locks::{FutexLock, MutexLock, SemLock, SpinLock, TasLock, TicketLock, TtasLock};
+    match (cfg.dispatch, cfg.lock) {
+        (Dispatch::TraitObject, kind) => run_with(cfg, move || kind.create().map(Arc::<dyn TryLock>::from)),
+        (Dispatch::Direct, LockKind::Sem) => run_with(cfg, || SemLock::new().map(Arc::new)),
+        (Dispatch::Direct, LockKind::Mutex) => run_with(cfg, || Ok(Arc::new(MutexLock::new()))),
+        (Dispatch::Direct, LockKind::Spinlock) => run_with(cfg, || SpinLock::new().map(Arc::new)),
+        (Dispatch::Direct, LockKind::Futex) => run_with(cfg, || Ok(Arc::new(FutexLock::default()))),
+        (Dispatch::Direct, LockKind::Tas) => run_with(cfg, || Ok(Arc::new(TasLock::default()))),
+        (Dispatch::Direct, LockKind::Ttas) => run_with(cfg, || Ok(Arc::new(TtasLock::default()))),
+        (Dispatch::Direct, LockKind::Ticket) => run_with(cfg, || Ok(Arc::new(TicketLock::default()))),
+    }
+}
+
+/// [`run`] for one lock type: `make` creates the lock (on the `-x` CPU when asked).
+fn run_with<L, F>(cfg: &TrylockConfig, make: F) -> Result<TrylockRun, PrimsError>
+where
+    L: TryLock + ?Sized + 'static,
+    F: FnOnce() -> Result<Arc<L>, PrimsError> + Send + 'static,
+{
     // The lock is allocated (and first written) by a thread on the `-x` CPU.
-    let kind = cfg.lock;
     let (lock, alloc_cpu_got, mut extra) = match cfg.alloc_cpu {
         Some(cpu) => {
             let req = ThreadRequest { role: format!("lock allocator (-x {cpu})"), cpu: Some(cpu), rt: None };
             let (lock, got) = std::thread::spawn(move || {
                 let got = req.apply();
-                (kind.create(), got)
+                (make(), got)
             })
             .join()
             .map_err(|_| PrimsError::Worker("lock allocator panicked".into()))?;
             (lock?, Some(got.got.cpu), got.degraded)
         }
-        None => (kind.create()?, None, Vec::new()),
+        None => (make()?, None, Vec::new()),
     };
-    let lock: Arc<dyn TryLock> = Arc::from(lock);
     if cfg.test == TrylockTest::Busy && !lock.try_lock() {
         return Err(PrimsError::Worker("could not take the fresh lock to make it busy".into()));
     }
@@ -413,14 +539,14 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
         let spawned = {
             let (lock, gate, turns) = (lock.clone(), gate.clone(), turns.clone());
             let req = ThreadRequest { role: format!("thread #{i:02}"), cpu: cfg.worker_cpus[i], rt: None };
-            let (test, ops, ring) = (cfg.test, cfg.ops_per_thread, cfg.ring);
+            let (test, ops, ring, track) = (cfg.test, cfg.ops_per_thread, cfg.ring, cfg.track_handover);
             std::thread::Builder::new()
                 .name(format!("trylock-{i}"))
                 .spawn(move || {
                     gate.enter(i, &req)?;
                     Some(match test {
                         TrylockTest::Busy => busy_loop(&*lock, ops, i),
-                        TrylockTest::Free => free_loop(&*lock, &turns.owner, ops, i, ring),
+                        TrylockTest::Free => free_loop(&*lock, track.then_some(&turns.owner), ops, i, ring),
                         TrylockTest::PingPong => pingpong_loop(&*lock, &turns, ops, i, ring),
                     })
                 })
@@ -470,6 +596,59 @@ mod tests {
             worker_cpus: vec![None; threads],
             ring: 1000,
             allow_degraded: false,
+            track_handover: true,
+            dispatch: Dispatch::Direct,
+        }
+    }
+
+    #[test]
+    fn both_dispatches_and_handover_switch_count_the_same() {
+        for dispatch in [Dispatch::Direct, Dispatch::TraitObject] {
+            for k in [LockKind::Sem, LockKind::Ticket] {
+                let mut c = cfg(TrylockTest::Busy, k, 1, 10_000);
+                c.dispatch = dispatch;
+                let r = run(&c).unwrap();
+                assert_eq!(r.workers[0].busy_samples, 10_000, "{dispatch:?} {k}");
+                assert!(r.workers[0].busy_ns_per_try_cpu > 0.0 && r.workers[0].cpu_s > 0.0);
+                let mut c = cfg(TrylockTest::Free, k, 2, 10_000);
+                c.dispatch = dispatch;
+                c.track_handover = false;
+                let r = run(&c).unwrap();
+                for w in &r.workers {
+                    assert_eq!(w.busy_samples + w.free_samples, 10_000);
+                    assert_eq!(w.free_handover_samples, 0, "not tracked");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_hist_is_exact_below_its_limit_and_keeps_the_rest() {
+        let mut f = FastHist::new();
+        let mut h = Hist::new();
+        for v in [0u64, 1, 3, 3, 40, 1023, 1024, 5000, 1_000_000] {
+            f.record(v);
+            h.record(v);
+        }
+        assert_eq!(f.len(), 9);
+        assert!((f.mean() - 1_007_094.0 / 9.0).abs() < 1e-9, "the mean is exact: {}", f.mean());
+        let fh = f.into_hist();
+        assert_eq!(fh.summary(1.0), h.summary(1.0));
+        assert!(FastHist::new().is_empty() && FastHist::new().mean() == 0.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_hist_summary_equals_direct_recording(v in proptest::collection::vec(0u64..5000, 1..300)) {
+            let mut f = FastHist::new();
+            let mut h = Hist::new();
+            for &x in &v {
+                f.record(x);
+                h.record(x);
+            }
+            let exact_mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+            proptest::prop_assert!((f.mean() - exact_mean).abs() < 1e-9);
+            proptest::prop_assert_eq!(f.into_hist().summary(1.0), h.summary(1.0));
         }
     }
 
