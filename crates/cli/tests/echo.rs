@@ -288,3 +288,127 @@ fn echo_bench_netns_cleans_up() {
     let csv = std::fs::read_to_string(dir.path().join("1B/data.csv")).unwrap();
     assert!(csv.starts_with("naive, "), "{csv}");
 }
+
+/// What one half-closing client saw.
+#[derive(Debug, Default)]
+struct HalfClose {
+    resets: usize,
+    short: usize,
+    wrong: usize,
+    other: Vec<String>,
+}
+
+/// One client: sends `size` bytes of a per-offset pattern from a writer thread, shuts its write
+/// side down, reads until EOF and checks every byte. Returns None when all came back.
+fn half_close_client(port: u16, size: usize, seed: u8) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let s = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        let chunk: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+        w.write_all(&chunk)?;
+        w.shutdown(std::net::Shutdown::Write)
+    });
+    let mut r = &s;
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 64 << 10];
+    let res = loop {
+        match r.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                for (k, &b) in buf[..n].iter().enumerate() {
+                    let i = got + k;
+                    if i >= size || b != (i as u8).wrapping_mul(31).wrapping_add(seed) {
+                        return Err(format!("wrong byte at offset {i}"));
+                    }
+                }
+                got += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    let wres = writer.join().unwrap();
+    match (res, wres) {
+        (Err(e), _) | (Ok(()), Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => Err("reset".into()),
+        (Err(e), _) => Err(format!("read: {e}")),
+        (Ok(()), Err(e)) => Err(format!("write: {e}")),
+        (Ok(()), Ok(())) if got < size => Err(format!("short: {got} of {size}")),
+        (Ok(()), Ok(())) => Ok(()),
+    }
+}
+
+fn tally(h: &mut HalfClose, r: Result<(), String>) {
+    match r {
+        Ok(()) => {}
+        Err(e) if e == "reset" => h.resets += 1,
+        Err(e) if e.starts_with("short") => h.short += 1,
+        Err(e) if e.starts_with("wrong") => h.wrong += 1,
+        Err(e) => h.other.push(e),
+    }
+}
+
+/// Sequential and 100 concurrent half-closing clients at 64 KiB and 1 MiB: every byte comes back
+/// and then EOF, never a reset, for `mode`.
+fn half_close_every_byte(mode: &str) {
+    let srv = Srv::start(&["echo", "--mode", mode, "127.0.0.1:0"]);
+    let port = srv.port;
+    let mut expected = 0u64;
+    let mut conns = 0usize;
+    for size in [64usize << 10, 1 << 20] {
+        let mut h = HalfClose::default();
+        for i in 0..20 {
+            tally(&mut h, half_close_client(port, size, i as u8));
+        }
+        let clients: Vec<_> = (0..100).map(|i| std::thread::spawn(move || half_close_client(port, size, i as u8))).collect();
+        for c in clients {
+            tally(&mut h, c.join().unwrap());
+        }
+        assert!(
+            h.resets == 0 && h.short == 0 && h.wrong == 0 && h.other.is_empty(),
+            "{mode} {size} bytes, 120 half-closing clients: {h:?}"
+        );
+        expected += 120 * size as u64;
+        conns += 120;
+    }
+    let (ok, rest) = srv.stop();
+    assert!(ok, "{mode}: {rest}");
+    assert!(!rest.contains("ended by error"), "{mode}: {rest}");
+    assert!(rest.contains(&format!("{conns} connections, {expected} bytes echoed")), "{mode}: {rest}");
+}
+
+/// Runs the half-close check for `mode`, or prints a visible SKIP when the mode is unavailable.
+fn half_close_or_skip(mode: &str) {
+    let probe = bin().args(["echo", "--mode", mode, "127.0.0.1:0", "--duration", "0.01"]).output().unwrap();
+    if !probe.status.success() {
+        eprintln!("SKIP: {mode} server unavailable here: {}", String::from_utf8_lossy(&probe.stderr).trim());
+        return;
+    }
+    half_close_every_byte(mode);
+}
+
+#[test]
+fn half_close_naive() {
+    half_close_or_skip("naive");
+}
+
+#[test]
+fn half_close_iosubmit() {
+    half_close_or_skip("iosubmit");
+}
+
+#[test]
+fn half_close_splice() {
+    half_close_or_skip("splice");
+}
+
+#[test]
+fn half_close_sockmap() {
+    half_close_or_skip("sockmap");
+}
+
+#[test]
+fn half_close_io_uring() {
+    half_close_or_skip("io_uring");
+}

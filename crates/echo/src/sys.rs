@@ -87,6 +87,28 @@ pub fn tcp_bytes(fd: RawFd) -> io::Result<TcpBytes> {
     Ok(TcpBytes { acked: buf[15], received: buf[16] })
 }
 
+/// True once the peer's FIN has arrived (TCP state CLOSE_WAIT, LAST_ACK, CLOSING, TIME_WAIT or
+/// CLOSE), from `tcpi_state`.
+pub fn peer_closed(fd: RawFd) -> bool {
+    let mut buf = [0u8; 8];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is live and len holds its size; the kernel writes at most len bytes.
+    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) };
+    // tcp_states.h: TIME_WAIT 6, CLOSE 7, CLOSE_WAIT 8, LAST_ACK 9, CLOSING 11.
+    r == 0 && len >= 1 && matches!(buf[0], 6..=9 | 11)
+}
+
+/// Bytes waiting in the receive queue (`SIOCINQ`) and not yet acknowledged in the send queue
+/// (`SIOCOUTQ`) of a TCP socket.
+pub fn queued(fd: RawFd) -> io::Result<(usize, usize)> {
+    let (mut inq, mut outq): (libc::c_int, libc::c_int) = (0, 0);
+    // SAFETY: both ioctls write one c_int through the pointer, which is live.
+    cvt(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut inq) } as libc::c_long)?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut outq) } as libc::c_long)?;
+    Ok((inq.max(0) as usize, outq.max(0) as usize))
+}
+
 /// Creates a non-blocking, close-on-exec eventfd.
 pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: plain system call; a non-negative result is a new fd we own.

@@ -128,7 +128,7 @@ pub struct ConnReport {
     pub id: u64,
     pub peer: String,
     /// Bytes echoed back (user-space count; for sockmap, where user space never sees the data, the
-    /// kernel's `tcpi_bytes_acked`).
+    /// kernel's `tcpi_bytes_acked` when the socket left the map, plus any user-space copy).
     pub bytes_echoed: u64,
     /// Bytes received according to the kernel (`tcpi_bytes_received`, which counts the peer's
     /// FIN as one byte), when readable.
@@ -141,11 +141,17 @@ pub struct ConnReport {
     pub napi_id: Option<u32>,
     /// The CPU the serving thread last ran on.
     pub cpu: i32,
+    /// How the echo departed from the mode's mechanism, if it did (sockmap: a socket that could
+    /// not join the map, or bytes left in the receive queue, echoed by a user-space copy).
+    pub note: Option<String>,
 }
 
 impl fmt::Display for ConnReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "conn {} from {}: {} bytes echoed ({})", self.id, self.peer, self.bytes_echoed, self.end)?;
+        if let Some(n) = &self.note {
+            write!(f, "; {n}")?;
+        }
         if let Some(bp) = self.busy_poll_us {
             write!(f, "; {}", busy_poll_note(bp, self.napi_id))?;
         }
@@ -190,6 +196,10 @@ impl fmt::Display for ServerReport {
         )?;
         if self.refused > 0 {
             write!(f, ", {} connections refused for lack of resources", self.refused)?;
+        }
+        let noted = self.connections.iter().filter(|c| c.note.is_some()).count();
+        if noted > 0 {
+            write!(f, ", {noted} of them echoed wholly or partly by a user-space copy")?;
         }
         if self.mode == Mode::Sockmap {
             write!(
@@ -250,17 +260,17 @@ impl Shared {
             Ok(()) => "closed by peer".to_string(),
             Err(e) => format!("ended by error: {e}"),
         };
-        let bytes_echoed = if self.cfg.mode == Mode::Sockmap { kb.map(|k| k.acked).unwrap_or(0) } else { bytes };
         ConnReport {
             id,
             peer: peer.to_string(),
-            bytes_echoed,
+            bytes_echoed: bytes,
             kernel_bytes_received: kb.map(|k| k.received),
             end,
             busy_poll_us: busy,
             napi_id: busy.and_then(|_| sys::napi_id(fd).ok()),
             // SAFETY: sched_getcpu has no preconditions.
             cpu: unsafe { libc::sched_getcpu() },
+            note: None,
         }
     }
 }

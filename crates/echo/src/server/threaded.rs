@@ -93,16 +93,18 @@ fn serve_conn(sh: Arc<Shared>, id: u64, stream: Arc<TcpStream>, peer: SocketAddr
     let fd = stream.as_raw_fd();
     let busy = sh.prepare(fd);
     let mut bytes = 0u64;
+    let mut fallback = None;
     let res = match sh.cfg.mode {
         Mode::Naive => naive(&stream, &mut bytes),
         Mode::IoSubmit => iosubmit(fd, &mut bytes),
         Mode::Splice => splice(fd, &mut bytes),
-        Mode::Sockmap => sockmap(&sh, &stream),
+        Mode::Sockmap => sockmap(&sh, &stream, &mut bytes, &mut fallback),
         Mode::IoUring => Err(io::Error::other("io_uring connections are served by the ring")),
     };
     sh.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     let by_server = sh.shut.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-    let rep = sh.report(id, peer, fd, bytes, res, busy, by_server);
+    let mut rep = sh.report(id, peer, fd, bytes, res, busy, by_server);
+    rep.note = fallback;
     drop(stream);
     sh.finish(rep);
 }
@@ -212,9 +214,19 @@ fn splice(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
 }
 
 /// Puts the socket into a one-slot sockmap whose verdict program redirects every received chunk
-/// back out of it, then waits for the connection to end. Everything is detached and closed
-/// before returning.
-fn sockmap(sh: &Shared, stream: &TcpStream) -> io::Result<()> {
+/// back out of it, and leaves it there until the peer is done. Every byte is echoed:
+///
+/// - a socket the kernel will not put into the map (it refuses any socket that is not
+///   ESTABLISHED, e.g. one whose peer already sent everything and half-closed before this thread
+///   got to it) is echoed by a user-space copy instead;
+/// - when the peer half-closes, the socket leaves the map only once everything received has been
+///   sent and acknowledged (the kernel drops whatever the sockmap still holds when it leaves);
+///   what is then left in the receive queue is echoed by user space, and the socket is closed
+///   with an empty receive queue, so the peer gets EOF and never a reset.
+///
+/// `bytes` counts what the kernel echoed (acknowledged by the peer) plus what user space copied.
+/// Everything is detached and closed before returning.
+fn sockmap(sh: &Shared, stream: &TcpStream, bytes: &mut u64, fallback: &mut Option<String>) -> io::Result<()> {
     let fd = stream.as_raw_fd();
     let map = bpf::create_sockmap(1, "slecho_map")?;
     let verdict = bpf::load_sk_skb(&bpf::verdict_program(map.as_raw_fd()), "slecho_verdict", bpf::BPF_SK_SKB_STREAM_VERDICT)
@@ -231,31 +243,99 @@ fn sockmap(sh: &Shared, stream: &TcpStream) -> io::Result<()> {
     let parser = sh.parser.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|p| p.try_clone()).transpose()?;
     let parser = parser.ok_or_else(|| io::Error::other("server is shutting down"))?;
     bpf::attach(&map, &parser, bpf::BPF_SK_SKB_STREAM_PARSER)?;
-    let res = (|| {
-        bpf::attach(&map, &verdict, bpf::BPF_SK_SKB_STREAM_VERDICT)?;
-        bpf::map_set_socket(&map, 0, fd)?;
-        // Bytes that arrived before the socket entered the map wait in the receive queue until
-        // the next data_ready; setting SO_RCVLOWAT calls data_ready now, so they are echoed too.
-        sys::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1)?;
-        wait_for_close(stream)
-    })();
+    let joined = bpf::attach(&map, &verdict, bpf::BPF_SK_SKB_STREAM_VERDICT).and_then(|()| bpf::map_set_socket(&map, 0, fd));
+    let res = match joined {
+        Err(e) => {
+            // Nothing has been read from the socket: user space echoes all of it.
+            *fallback = Some(format!("could not join the SOCKMAP ({e}): echoed by user-space copy"));
+            Ok(())
+        }
+        Ok(()) => {
+            // Bytes that arrived before the socket entered the map wait in the receive queue until
+            // the next data_ready; setting SO_RCVLOWAT calls data_ready now, so they are echoed too.
+            let r = sys::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1).and_then(|()| wait_for_peer_done(sh, stream));
+            let left = match &r {
+                // The peer half-closed: let the kernel finish the echo before leaving the map.
+                Ok(()) => drain_in_kernel(sh, fd),
+                Err(_) => Ok(()),
+            };
+            *bytes = sys::tcp_bytes(fd).map(|k| k.acked).unwrap_or(0);
+            match (r, left) {
+                (Err(e), _) => Err(e),
+                (Ok(()), Err(lost)) => {
+                    *fallback = Some(lost.clone());
+                    Err(io::Error::other(lost))
+                }
+                (Ok(()), Ok(())) => Ok(()),
+            }
+        }
+    };
     let _ = bpf::map_delete(&map, 0);
     let _ = bpf::detach(&map, &verdict, bpf::BPF_SK_SKB_STREAM_VERDICT);
     let _ = bpf::detach(&map, &parser, bpf::BPF_SK_SKB_STREAM_PARSER);
-    res
+    res?;
+    if sh.stop.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    // Out of the map: whatever is still in the receive queue (all of it when the socket never
+    // joined) is echoed from user space, up to the peer's EOF.
+    let mut user = 0u64;
+    let r = naive(stream, &mut user);
+    *bytes += user;
+    if user > 0 && fallback.is_none() {
+        *fallback = Some(format!("{user} bytes left in the receive queue after leaving the SOCKMAP: echoed by user-space copy"));
+    }
+    r
 }
 
-/// Blocks until the peer closes or the server shuts the socket down. It never reads: a read
-/// would race the stream parser for the bytes in the receive queue and reorder the echo.
-fn wait_for_close(s: &TcpStream) -> io::Result<()> {
+/// Blocks until the peer half-closes (Ok), the connection fails (Err) or the server shuts the
+/// socket down. It never reads: a read would race the stream parser for the bytes in the receive
+/// queue and reorder the echo.
+fn wait_for_peer_done(sh: &Shared, s: &TcpStream) -> io::Result<()> {
     let fd = s.as_raw_fd();
     loop {
         let rev = sys::poll(&[(fd, libc::POLLRDHUP)], 1000)?;
-        if rev[0] & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-            return match s.take_error()? {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+        if let Some(e) = s.take_error()? {
+            return Err(e);
         }
+        if rev[0] & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 || sh.stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+    }
+}
+
+/// After the peer's FIN: waits until every byte received has been echoed and acknowledged
+/// (`tcpi_bytes_acked` + 1 for the FIN = `tcpi_bytes_received`), or the server stops, or the
+/// connection fails. A peer that is slow to read keeps it waiting, as it would keep a blocking
+/// `send` waiting; but when nothing is in flight, nothing is queued and nothing moved for a
+/// second while bytes are still missing, the kernel has dropped them: that is returned as the
+/// error text, so that the loss is reported instead of hidden.
+fn drain_in_kernel(sh: &Shared, fd: RawFd) -> Result<(), String> {
+    let mut pause = Duration::from_micros(20);
+    let mut last = None;
+    let mut still_since = std::time::Instant::now();
+    loop {
+        let Ok(k) = sys::tcp_bytes(fd) else { return Ok(()) };
+        let fin = u64::from(sys::peer_closed(fd));
+        if k.acked + fin >= k.received || sh.stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        // A reset or other failure ends the wait: there is nobody left to echo to.
+        if sys::get_int(fd, libc::SOL_SOCKET, libc::SO_ERROR).map(|e| e != 0).unwrap_or(true) {
+            return Ok(());
+        }
+        let busy = sys::queued(fd).map(|(inq, outq)| inq > 0 || outq > 0).unwrap_or(true);
+        if last != Some(k.acked) || busy {
+            last = Some(k.acked);
+            still_since = std::time::Instant::now();
+        } else if still_since.elapsed() > Duration::from_secs(1) {
+            return Err(format!(
+                "the kernel's sockmap dropped {} of {} bytes received (nothing queued, nothing in flight for 1 s)",
+                k.received - fin - k.acked,
+                k.received - fin
+            ));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
     }
 }
