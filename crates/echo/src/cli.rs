@@ -104,6 +104,9 @@ struct EchoArgs {
     /// Pin the serving threads to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
+    /// TCP congestion control of every connection; `system` keeps the system default. The originals set cubic.
+    #[arg(long, default_value = client::DEFAULT_CONGESTION, value_name = "NAME")]
+    congestion: String,
     /// Stop by itself after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -140,6 +143,7 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
     let mut cfg = ServerConfig::new(mode, addr);
     cfg.busy_poll_us = busy;
     cfg.cpu = a.cpu;
+    cfg.congestion = congestion_choice(&a.congestion);
     cfg.print_connections = true;
     let srv = Server::start(cfg)?;
     println!(
@@ -179,6 +183,11 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
         bail!("{} BPF objects of this server are still present in the kernel after shutdown", report.bpf_objects_remaining);
     }
     Ok(0)
+}
+
+/// `system` means the system default (None); anything else is a congestion control name.
+fn congestion_choice(s: &str) -> Option<String> {
+    (s != "system").then(|| s.to_string())
 }
 
 /// A number of rounds: a whole number, at least 1.
@@ -235,6 +244,9 @@ struct BurstArgs {
     /// Pin the client to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
+    /// TCP congestion control of the socket; `system` keeps the system default. The originals set cubic.
+    #[arg(long, default_value = client::DEFAULT_CONGESTION, value_name = "NAME")]
+    congestion: String,
     /// Do not print one RTT per line, only the summary.
     #[arg(long, short)]
     quiet: bool,
@@ -258,6 +270,8 @@ struct BurstJson {
     busy_poll_us: Option<u32>,
     napi_id: Option<u32>,
     bytes_verified: u64,
+    congestion: String,
+    client_cost: client::ClientCost,
     rtt_us: Summary,
     rtt_samples_us: Vec<f64>,
 }
@@ -273,6 +287,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
     cfg.busy_poll_us = a.busy_poll;
     cfg.settle = a.settle;
     cfg.timeout = a.timeout.max(Duration::from_millis(10));
+    cfg.congestion = congestion_choice(&a.congestion);
     let (stop, _rx) = signals();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
@@ -299,6 +314,18 @@ fn burst(a: BurstArgs) -> Result<i32> {
         r.bytes_verified
     );
     eprintln!("rtt_us {}", s.line("us"));
+    let c = &r.cost;
+    eprintln!(
+        "client cost per round: {:.1} us CPU (user {:.1}, system {:.1}), {:.1} system calls, {:.1} idle spins; checking the echo {:.1} us, of it {:.1} us inside the timed span; congestion control {}",
+        c.cpu_us_per_round,
+        c.user_us_per_round,
+        c.sys_us_per_round,
+        c.syscalls_per_round,
+        c.idle_spins_per_round,
+        c.verify_us_per_round,
+        c.verify_in_span_us_per_round,
+        r.congestion
+    );
     if let Some(bp) = r.busy_poll_us {
         eprintln!("client {}", server::busy_poll_note(bp, r.napi_id));
     }
@@ -320,6 +347,8 @@ fn burst(a: BurstArgs) -> Result<i32> {
             busy_poll_us: r.busy_poll_us,
             napi_id: r.napi_id,
             bytes_verified: r.bytes_verified,
+            congestion: r.congestion.clone(),
+            client_cost: r.cost,
             rtt_us: s,
             rtt_samples_us: us,
         };

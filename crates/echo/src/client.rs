@@ -1,19 +1,26 @@
 //! The burst client (the seed's `test-burst`): per round, send a burst of SIZE bytes and time
 //! until all of it has come back, verifying every byte.
 //!
-//! - `Burst` (default, the seed's semantics): the socket is non-blocking; the client keeps
-//!   sending whatever fits while reading back whatever has arrived, so bursts larger than the
-//!   socket buffers cannot deadlock.
+//! - `Burst` (default, the seed's semantics, and its system calls): while sending, the client
+//!   alternates a non-blocking `sendmsg` with a non-blocking `recv` and spins (no `poll`) when
+//!   neither moves; once everything is sent it blocks in `recv(MSG_WAITALL)`.
 //! - `Rr` (request/response): send the whole burst, then read the whole echo. A burst larger
 //!   than what the two socket buffers hold can deadlock against any echo server; the round
 //!   timeout turns that into an error that says so.
 //!
-//! Each round's bytes are a pseudo-random pattern derived from the round number, so a stale,
-//! short, reordered or corrupted echo is caught as a [`EchoError::Mismatch`].
+//! What the client adds to the measurement is kept as small as test-burst's: the bytes sent are
+//! a [`Pattern`] of 2 × 16381 bytes (a prime period), sent through an iovec that points into it
+//! over and over; each round starts at another phase of it, so that a stale, short, shifted or
+//! corrupted echo is caught as an [`EchoError::Mismatch`]. The echo is received into one hot
+//! 128 KiB ring (test-burst's receive buffer size) and checked against the pattern just before
+//! the ring wraps over it, and the last part after the clock has stopped. Every byte is
+//! checked; for bursts up to 128 KiB, none inside the timed span. What the client costs (CPU
+//! time per round, and the time spent checking, inside and outside the span) is measured and
+//! reported in [`ClientCost`].
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -47,6 +54,9 @@ pub struct BurstConfig {
     pub settle: Duration,
     /// Longest a round (and the connect) may take.
     pub timeout: Duration,
+    /// TCP congestion control of the client socket (the originals set `cubic`); None: the
+    /// system default.
+    pub congestion: Option<String>,
 }
 
 impl BurstConfig {
@@ -61,8 +71,31 @@ impl BurstConfig {
             busy_poll_us: None,
             settle: Duration::ZERO,
             timeout: Duration::from_secs(10),
+            congestion: Some(DEFAULT_CONGESTION.to_string()),
         }
     }
+}
+
+/// The congestion control the originals set on every socket ("more stable in tests than bbr").
+pub const DEFAULT_CONGESTION: &str = "cubic";
+
+/// What the client itself cost over the measured rounds, per round.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct ClientCost {
+    /// CPU time of the client thread per round (user + system), microseconds.
+    pub cpu_us_per_round: f64,
+    /// Of which in user space.
+    pub user_us_per_round: f64,
+    /// Of which in the kernel (system calls, TCP).
+    pub sys_us_per_round: f64,
+    /// Time spent checking the echo per round, microseconds, all of it.
+    pub verify_us_per_round: f64,
+    /// Of which inside the timed span (checking the ring before it wraps: bursts over 128 KiB).
+    pub verify_in_span_us_per_round: f64,
+    /// System calls per round (send + receive).
+    pub syscalls_per_round: f64,
+    /// Passes of the send/receive loop that moved nothing, per round (spins).
+    pub idle_spins_per_round: f64,
 }
 
 /// What a run measured.
@@ -82,19 +115,136 @@ pub struct BurstResult {
     pub interrupted: bool,
     /// Bytes sent and verified.
     pub bytes_verified: u64,
+    /// Congestion control in effect on the client socket.
+    pub congestion: String,
+    /// What the client itself cost.
+    pub cost: ClientCost,
 }
 
-/// Fills `buf` with the pattern of round `round` (splitmix64 words).
-pub fn fill_pattern(buf: &mut [u8], round: u64) {
-    let mut x = round.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
-    for chunk in buf.chunks_mut(8) {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let bytes = z.to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
+/// Period of the pattern: prime, so that no power-of-two size or stride lines up with it.
+pub const PERIOD: usize = 16381;
+/// The receive ring (test-burst's receive buffer size).
+pub const RING: usize = 128 << 10;
+
+/// The bytes every round sends: a pseudo-random sequence of period [`PERIOD`], stored twice so
+/// that any `PERIOD` bytes from any phase are one contiguous slice. Round `r` starts at phase
+/// [`Pattern::phase`]`(r)`, so byte `i` of round `r` is `byte((phase(r) + i) % PERIOD)`.
+pub struct Pattern {
+    buf: Vec<u8>,
+}
+
+impl Default for Pattern {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Pattern {
+    /// The pattern (splitmix64 words).
+    pub fn new() -> Pattern {
+        let mut buf = vec![0u8; 2 * PERIOD];
+        let mut x: u64 = 0xD1B5_4A32_D192_ED03;
+        for chunk in buf[..PERIOD].chunks_mut(8) {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+        }
+        buf.copy_within(..PERIOD, PERIOD);
+        Pattern { buf }
+    }
+
+    /// Where round `round` starts in the pattern: consecutive rounds are 7919 bytes apart, and a
+    /// phase comes back only every `PERIOD` rounds.
+    pub fn phase(round: u64) -> usize {
+        ((round % PERIOD as u64) * 7919 % PERIOD as u64) as usize
+    }
+
+    /// Byte `offset` of the round starting at `phase`.
+    pub fn byte(&self, phase: usize, offset: u64) -> u8 {
+        self.buf[((phase as u64 + offset) % PERIOD as u64) as usize]
+    }
+
+    /// Fills `out` with the bytes `offset..offset + out.len()` of the round starting at `phase`.
+    pub fn fill(&self, phase: usize, offset: u64, out: &mut [u8]) {
+        let mut done = 0;
+        while done < out.len() {
+            let p = ((phase as u64 + offset + done as u64) % PERIOD as u64) as usize;
+            let k = (out.len() - done).min(PERIOD);
+            out[done..done + k].copy_from_slice(&self.buf[p..p + k]);
+            done += k;
+        }
+    }
+
+    /// Checks `got`, which should be bytes `offset..` of the round starting at `phase`; returns
+    /// the index in `got` of the first wrong byte.
+    pub fn check(&self, phase: usize, offset: u64, got: &[u8]) -> Option<usize> {
+        let mut done = 0;
+        while done < got.len() {
+            let p = ((phase as u64 + offset + done as u64) % PERIOD as u64) as usize;
+            let k = (got.len() - done).min(PERIOD);
+            let want = &self.buf[p..p + k];
+            if got[done..done + k] != *want {
+                return got[done..done + k].iter().zip(want).position(|(a, b)| a != b).map(|i| done + i);
+            }
+            done += k;
+        }
+        None
+    }
+
+    /// Points `iov` at the bytes `offset..offset + len` of the round starting at `phase`:
+    /// slices of the pattern, each at most `PERIOD` long; returns how many entries are used.
+    fn iovecs(&self, phase: usize, offset: u64, len: usize, iov: &mut [libc::iovec]) -> usize {
+        let p = ((phase as u64 + offset) % PERIOD as u64) as usize;
+        let mut left = len;
+        let mut n = 0;
+        while left > 0 && n < iov.len() {
+            let k = left.min(PERIOD);
+            iov[n] = libc::iovec { iov_base: self.buf[p..].as_ptr() as *mut libc::c_void, iov_len: k };
+            left -= k;
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Iovec entries per `sendmsg` (1 MiB = 65 entries; bigger bursts take several calls).
+const IOVS: usize = 256;
+
+/// The receiving side of a round: a ring that is checked before it is overwritten.
+struct Rx {
+    ring: Vec<u8>,
+    /// Stream offset up to which the echo has been checked.
+    checked: u64,
+    /// Time spent checking, ns: all, and inside the timed span.
+    verify_ns: u64,
+    verify_in_span_ns: u64,
+}
+
+impl Rx {
+    /// Checks the received bytes `self.checked..upto` (all still in the ring).
+    fn check(&mut self, pat: &Pattern, phase: usize, upto: u64, round: u64, size: usize, in_span: bool) -> Result<(), EchoError> {
+        if upto <= self.checked {
+            return Ok(());
+        }
+        let t = Instant::now();
+        while self.checked < upto {
+            let r = (self.checked % RING as u64) as usize;
+            let k = ((upto - self.checked) as usize).min(RING - r);
+            if let Some(i) = pat.check(phase, self.checked, &self.ring[r..r + k]) {
+                let offset = (self.checked + i as u64) as usize;
+                return Err(EchoError::Mismatch { round, offset, size, sent: pat.byte(phase, offset as u64), got: self.ring[r + i] });
+            }
+            self.checked += k as u64;
+        }
+        let ns = t.elapsed().as_nanos() as u64;
+        self.verify_ns += ns;
+        if in_span {
+            self.verify_in_span_ns += ns;
+        }
+        Ok(())
     }
 }
 
@@ -106,40 +256,75 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
     })?;
     let fd = stream.as_raw_fd();
     sys::set_nodelay(fd).ctx(|| "setting TCP_NODELAY")?;
+    if let Some(cc) = &cfg.congestion {
+        if let Err(e) = sys::set_congestion(fd, cc) {
+            eprintln!("warning: cannot set TCP_CONGESTION={cc} ({e}); see /proc/sys/net/ipv4/tcp_available_congestion_control; keeping the system default");
+        }
+    }
+    let congestion = sys::congestion(fd).unwrap_or_default();
     let busy_poll_us = match cfg.busy_poll_us {
         Some(us) => Some(sys::set_busy_poll(fd, us).ctx(|| format!("setting SO_BUSY_POLL={us}us (needs CAP_NET_ADMIN: run as root)"))?),
         None => None,
     };
-    let (sndbuf_bytes, rcvbuf_bytes) = sys::set_buffers(fd, 2 * cfg.size.len());
-    stream.set_nonblocking(true).ctx(|| "making the socket non-blocking")?;
+    // Like test-burst: ask for twice the burst, within the system's limits (rmem_max/wmem_max).
+    let (sndbuf_bytes, rcvbuf_bytes) = sys::set_buffers_plain(fd, 2 * cfg.size.len());
+    // A blocking receive never waits longer than a round may take.
+    sys::set_timeout(fd, libc::SO_RCVTIMEO, cfg.timeout).ctx(|| "setting SO_RCVTIMEO")?;
     let local_addr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
     if !cfg.settle.is_zero() {
         sleep_unless(stop, cfg.settle);
     }
     let n = cfg.size.len();
-    let mut sbuf = vec![0u8; n];
-    let mut rbuf = vec![0u8; n];
+    let pat = Pattern::new();
+    let mut rx = Rx { ring: vec![0u8; RING.min(n)], checked: 0, verify_ns: 0, verify_in_span_ns: 0 };
     let mut rtt_ns = Vec::with_capacity(cfg.rounds.min(1 << 20) as usize);
     let mut interrupted = false;
     let mut bytes_verified = 0u64;
+    let mut counts = Counts::default();
+    let mut start = None;
     for round in 0..cfg.warmup + cfg.rounds {
         if stop.load(Ordering::SeqCst) {
             interrupted = true;
             break;
         }
-        fill_pattern(&mut sbuf, round);
-        let ns = one_round(&stream, cfg, round, &sbuf, &mut rbuf)?;
-        if let Some(offset) = sbuf.iter().zip(rbuf.iter()).position(|(a, b)| a != b) {
-            return Err(EchoError::Mismatch { round, offset, size: n, sent: sbuf[offset], got: rbuf[offset] });
+        if round == cfg.warmup {
+            rx.verify_ns = 0;
+            rx.verify_in_span_ns = 0;
+            counts = Counts::default();
+            start = Some((sys::thread_times(), Instant::now()));
         }
+        let ns = one_round(fd, cfg, round, &pat, &mut rx, &mut counts)?;
         bytes_verified += n as u64;
         if round >= cfg.warmup {
             rtt_ns.push(ns);
             on_rtt(ns);
         }
     }
+    let measured = rtt_ns.len().max(1) as f64;
+    let cost = match start {
+        Some(((u0, s0), _)) => {
+            let (u1, s1) = sys::thread_times();
+            let per = |ns: u64| ns as f64 / 1000.0 / measured;
+            ClientCost {
+                cpu_us_per_round: per((u1 + s1).saturating_sub(u0 + s0)),
+                user_us_per_round: per(u1.saturating_sub(u0)),
+                sys_us_per_round: per(s1.saturating_sub(s0)),
+                verify_us_per_round: per(rx.verify_ns),
+                verify_in_span_us_per_round: per(rx.verify_in_span_ns),
+                syscalls_per_round: counts.syscalls as f64 / measured,
+                idle_spins_per_round: counts.spins as f64 / measured,
+            }
+        }
+        None => ClientCost::default(),
+    };
     let napi_id = busy_poll_us.and_then(|_| sys::napi_id(fd).ok());
-    Ok(BurstResult { rtt_ns, local_addr, sndbuf_bytes, rcvbuf_bytes, busy_poll_us, napi_id, interrupted, bytes_verified })
+    Ok(BurstResult { rtt_ns, local_addr, sndbuf_bytes, rcvbuf_bytes, busy_poll_us, napi_id, interrupted, bytes_verified, congestion, cost })
+}
+
+#[derive(Default)]
+struct Counts {
+    syscalls: u64,
+    spins: u64,
 }
 
 fn sleep_unless(stop: &AtomicBool, d: Duration) {
@@ -149,16 +334,51 @@ fn sleep_unless(stop: &AtomicBool, d: Duration) {
     }
 }
 
-/// One round; returns its RTT in ns (the check of the bytes happens after the clock stopped).
-fn one_round(mut s: &TcpStream, cfg: &BurstConfig, round: u64, sbuf: &[u8], rbuf: &mut [u8]) -> Result<u64, EchoError> {
-    let n = sbuf.len();
+/// `sendmsg` of the pattern bytes `offset..offset + len` of the round at `phase`.
+fn send_pattern(fd: RawFd, pat: &Pattern, phase: usize, offset: u64, len: usize, flags: libc::c_int) -> io::Result<usize> {
+    let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOVS];
+    let cnt = pat.iovecs(phase, offset, len, &mut iov);
+    // SAFETY: a zeroed msghdr is valid (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = cnt as _;
+    // SAFETY: msg points at `cnt` iovecs, each into the live pattern buffer, which the kernel
+    // only reads.
+    let r = unsafe { libc::sendmsg(fd, &msg, flags | libc::MSG_NOSIGNAL) };
+    sys::cvt(r as libc::c_long).map(|k| k as usize)
+}
+
+/// `recv` into `buf`.
+fn recv_into(fd: RawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: buf is live and writable for buf.len() bytes.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    sys::cvt(r as libc::c_long).map(|k| k as usize)
+}
+
+/// One round; returns its RTT in ns. The clock stops when the last byte has arrived; what is
+/// left to check in the ring is checked after that.
+fn one_round(fd: RawFd, cfg: &BurstConfig, round: u64, pat: &Pattern, rx: &mut Rx, counts: &mut Counts) -> Result<u64, EchoError> {
+    let n = cfg.size.len();
+    let phase = Pattern::phase(round);
+    rx.checked = 0;
     let t0 = Instant::now();
     let deadline = t0 + cfg.timeout;
     let (mut sent, mut got) = (0usize, 0usize);
+    let mut idle = 0u32;
+    let timeout = |sent: usize, got: usize| {
+        let hint = if cfg.mode == ClientMode::Rr && sent < n {
+            " (request/response with a burst larger than the socket buffers deadlocks: use the default burst mode)"
+        } else {
+            " (is the server alive and echoing?)"
+        };
+        EchoError::Timeout { round, secs: cfg.timeout.as_secs_f64(), sent, got, size: n, hint }
+    };
+    let recv_err = |e| EchoError::io(format!("receiving the echo of round {round} from {}", cfg.addr), e);
     while got < n {
         let mut progress = false;
         if sent < n {
-            match s.write(&sbuf[sent..]) {
+            counts.syscalls += 1;
+            match send_pattern(fd, pat, phase, sent as u64, n - sent, libc::MSG_DONTWAIT) {
                 Ok(k) => {
                     sent += k;
                     progress |= k > 0;
@@ -167,34 +387,51 @@ fn one_round(mut s: &TcpStream, cfg: &BurstConfig, round: u64, sbuf: &[u8], rbuf
                 Err(e) => return Err(EchoError::io(format!("sending round {round} to {}", cfg.addr), e)),
             }
         }
-        let may_read = cfg.mode == ClientMode::Burst || sent == n;
-        if may_read {
-            match s.read(&mut rbuf[got..]) {
-                Ok(0) => return Err(EchoError::Closed { round, got, size: n }),
-                Ok(k) => {
-                    got += k;
-                    progress = true;
+        if cfg.mode == ClientMode::Rr && sent < n {
+            if !progress {
+                counts.spins += 1;
+                idle += 1;
+                if idle % 1024 == 0 && Instant::now() >= deadline {
+                    return Err(timeout(sent, got));
                 }
-                Err(e) if would_block(&e) => {}
-                Err(e) => return Err(EchoError::io(format!("receiving the echo of round {round} from {}", cfg.addr), e)),
             }
+            continue;
         }
-        if !progress && got < n {
-            let now = Instant::now();
-            if now >= deadline {
-                let hint = if cfg.mode == ClientMode::Rr && sent < n {
-                    " (request/response with a burst larger than the socket buffers deadlocks: use the default burst mode)"
-                } else {
-                    " (is the server alive and echoing?)"
-                };
-                return Err(EchoError::Timeout { round, secs: cfg.timeout.as_secs_f64(), sent, got, size: n, hint });
+        // Receive into the ring, up to its end; what is about to be overwritten is checked first.
+        let r = got % RING;
+        let room = (RING - r).min(n - got);
+        if got + room > RING {
+            rx.check(pat, phase, (got + room - RING) as u64, round, n, true)?;
+        }
+        // Everything sent: block until this stretch of the ring is full (test-burst blocks in
+        // MSG_WAITALL for the rest of the burst).
+        let flags = if sent == n { libc::MSG_WAITALL } else { libc::MSG_DONTWAIT };
+        counts.syscalls += 1;
+        match recv_into(fd, &mut rx.ring[r..r + room], flags) {
+            Ok(0) => return Err(EchoError::Closed { round, got, size: n }),
+            Ok(k) => {
+                got += k;
+                progress = true;
             }
-            let events = if sent < n { libc::POLLOUT } else { 0 } | if may_read { libc::POLLIN } else { 0 };
-            let ms = (deadline - now).as_millis().clamp(1, 1000) as i32;
-            sys::poll(&[(s.as_raw_fd(), events)], ms).ctx(|| "poll on the client socket")?;
+            Err(e) if would_block(&e) && sent < n => {}
+            Err(e) if would_block(&e) => {
+                if e.kind() == io::ErrorKind::WouldBlock && Instant::now() >= deadline {
+                    return Err(timeout(sent, got));
+                }
+            }
+            Err(e) => return Err(recv_err(e)),
+        }
+        if !progress {
+            counts.spins += 1;
+            idle += 1;
+            if idle % 1024 == 0 && Instant::now() >= deadline {
+                return Err(timeout(sent, got));
+            }
         }
     }
-    Ok(t0.elapsed().as_nanos() as u64)
+    let ns = t0.elapsed().as_nanos() as u64;
+    rx.check(pat, phase, n as u64, round, n, false)?;
+    Ok(ns)
 }
 
 fn would_block(e: &io::Error) -> bool {
@@ -205,17 +442,75 @@ fn would_block(e: &io::Error) -> bool {
 mod tests {
     use super::*;
 
+    use proptest::prelude::*;
+    use std::io::{Read, Write};
+
     #[test]
-    fn patterns_differ_between_rounds_and_fill_tails() {
+    fn rounds_start_at_different_phases() {
+        let p = Pattern::new();
         let mut a = vec![0u8; 13];
         let mut b = vec![0u8; 13];
-        fill_pattern(&mut a, 1);
-        fill_pattern(&mut b, 2);
+        p.fill(Pattern::phase(1), 0, &mut a);
+        p.fill(Pattern::phase(2), 0, &mut b);
         assert_ne!(a, b);
-        assert_ne!(&a[8..], &[0u8; 5][..], "tail shorter than a word is filled too");
-        let mut c = vec![0u8; 13];
-        fill_pattern(&mut c, 1);
-        assert_eq!(a, c, "deterministic");
+        let phases: std::collections::HashSet<usize> = (0..PERIOD as u64).map(Pattern::phase).collect();
+        assert_eq!(phases.len(), PERIOD, "every phase once per PERIOD rounds");
+        assert_eq!(Pattern::phase(PERIOD as u64), Pattern::phase(0));
+    }
+
+    proptest! {
+        /// The iovecs, the fill and the byte function describe the same bytes, and the check
+        /// finds exactly the first corrupted byte.
+        #[test]
+        fn pattern_views_agree(round in 0u64..100_000, offset in 0u64..(1 << 22), len in 1usize..70_000, flip in any::<prop::sample::Index>()) {
+            let p = Pattern::new();
+            let ph = Pattern::phase(round);
+            let mut f = vec![0u8; len];
+            p.fill(ph, offset, &mut f);
+            for (i, &b) in f.iter().enumerate().step_by(97) {
+                prop_assert_eq!(b, p.byte(ph, offset + i as u64));
+            }
+            let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOVS];
+            let cnt = p.iovecs(ph, offset, len, &mut iov);
+            let mut cat = Vec::with_capacity(len);
+            for v in &iov[..cnt] {
+                // SAFETY: the iovec points into p's buffer, alive here.
+                cat.extend_from_slice(unsafe { std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len) });
+            }
+            prop_assert_eq!(&cat, &f);
+            prop_assert_eq!(p.check(ph, offset, &f), None);
+            let i = flip.index(len);
+            f[i] ^= 0x40;
+            prop_assert_eq!(p.check(ph, offset, &f), Some(i));
+        }
+    }
+
+    /// A server that echoes one chunk of the stream shifted by one byte is caught where the
+    /// shift starts, in a round larger than the ring (checked while it wraps).
+    #[test]
+    fn shifted_echo_in_a_large_burst_is_a_mismatch() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let n = 3 * RING + 5;
+        let t = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = vec![0u8; n];
+            let mut r = s.try_clone().unwrap();
+            let reader = std::thread::spawn(move || {
+                r.read_exact(&mut buf).unwrap();
+                buf
+            });
+            let buf = reader.join().unwrap();
+            let mut echo = buf.clone();
+            echo[RING + 10..].copy_from_slice(&buf[RING + 9..n - 1]);
+            let _ = s.write_all(&echo);
+            echo.iter().zip(&buf).position(|(a, b)| a != b).unwrap()
+        });
+        let cfg = BurstConfig::new(addr, Size(n as u64), 1);
+        let err = run(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
+        let want = t.join().unwrap();
+        assert!(want >= RING + 10);
+        assert!(matches!(err, EchoError::Mismatch { round: 0, offset, .. } if offset == want), "{err}");
     }
 
     /// A server that echoes one byte wrong is caught.

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::EchoError;
 
-/// The largest burst accepted (the client keeps two buffers of this size).
+/// The largest burst accepted.
 pub const MAX_SIZE: u64 = 256 << 20;
 
 /// A number of bytes.

@@ -64,6 +64,55 @@ pub fn set_buffers(fd: RawFd, bytes: usize) -> (usize, usize) {
     (g(libc::SO_SNDBUF), g(libc::SO_RCVBUF))
 }
 
+/// Sets the socket buffers with plain `SO_SNDBUF`/`SO_RCVBUF` (capped by `wmem_max`/`rmem_max`,
+/// like the originals' test-burst); returns the sizes granted.
+pub fn set_buffers_plain(fd: RawFd, bytes: usize) -> (usize, usize) {
+    let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+    let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v);
+    let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
+    let g = |o| get_int(fd, libc::SOL_SOCKET, o).map(|v| v as usize).unwrap_or(0);
+    (g(libc::SO_SNDBUF), g(libc::SO_RCVBUF))
+}
+
+/// Sets `TCP_CONGESTION` (e.g. `cubic`, which the originals set on every socket).
+pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
+    // SAFETY: passes a pointer to the live bytes of `name` and their length.
+    let r = unsafe { libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), name.len() as libc::socklen_t) };
+    cvt(r as libc::c_long).map(|_| ())
+}
+
+/// Reads `TCP_CONGESTION`.
+pub fn congestion(fd: RawFd) -> io::Result<String> {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is live and len holds its size.
+    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr().cast(), &mut len) };
+    cvt(r as libc::c_long)?;
+    let b = &buf[..(len as usize).min(buf.len())];
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    Ok(String::from_utf8_lossy(&b[..end]).into_owned())
+}
+
+/// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO`.
+pub fn set_timeout(fd: RawFd, opt: libc::c_int, d: std::time::Duration) -> io::Result<()> {
+    let tv = libc::timeval { tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t, tv_usec: d.subsec_micros() as libc::suseconds_t };
+    // SAFETY: passes a pointer to a live timeval and its exact size.
+    let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, (&tv as *const libc::timeval).cast(), size_of::<libc::timeval>() as libc::socklen_t) };
+    cvt(r as libc::c_long).map(|_| ())
+}
+
+/// User and system CPU time of the calling thread so far, in nanoseconds (`RUSAGE_THREAD`).
+pub fn thread_times() -> (u64, u64) {
+    // SAFETY: a zeroed rusage is a valid out-buffer.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is live; getrusage writes one struct rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return (0, 0);
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
 /// Byte counters the kernel keeps per TCP connection (`struct tcp_info`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpBytes {
@@ -154,6 +203,19 @@ pub fn open_fds() -> io::Result<usize> {
     Ok(std::fs::read_dir("/proc/self/fd")?.count().saturating_sub(1))
 }
 
+/// A `kB` field of `/proc/self/status` (`VmHWM`: peak resident set, `VmRSS`: resident set).
+pub fn status_kib(field: &str) -> Option<u64> {
+    parse_status_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// Finds `field:   123 kB` in the text of a `/proc/PID/status` file.
+pub fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
 /// Number of threads of this process (`/proc/self/task`).
 pub fn thread_count() -> io::Result<usize> {
     Ok(std::fs::read_dir("/proc/self/task")?.count())
@@ -182,6 +244,15 @@ mod tests {
         }
         let (snd, rcv) = set_buffers(c.as_raw_fd(), 8192);
         assert!(snd >= 8192 && rcv >= 8192, "{snd} {rcv}");
+    }
+
+    #[test]
+    fn status_fields() {
+        let t = "Name:\tx\nVmHWM:\t   4242 kB\nVmRSS:\t 17 kB\n";
+        assert_eq!(parse_status_kib(t, "VmHWM"), Some(4242));
+        assert_eq!(parse_status_kib(t, "VmRSS"), Some(17));
+        assert_eq!(parse_status_kib(t, "VmSwap"), None);
+        assert!(status_kib("VmHWM").unwrap() > 0);
     }
 
     #[test]

@@ -113,12 +113,22 @@ pub struct ServerConfig {
     pub cpu: Option<usize>,
     /// Print one line per finished connection on stdout.
     pub print_connections: bool,
+    /// TCP congestion control set on the listening socket (inherited by every connection); the
+    /// originals set `cubic`. None: the system default.
+    pub congestion: Option<String>,
 }
 
 impl ServerConfig {
     /// A quiet server of `mode` on `addr`, no busy poll, no pinning.
     pub fn new(mode: Mode, addr: SocketAddr) -> Self {
-        ServerConfig { mode, addr, busy_poll_us: None, cpu: None, print_connections: false }
+        ServerConfig {
+            mode,
+            addr,
+            busy_poll_us: None,
+            cpu: None,
+            print_connections: false,
+            congestion: Some(crate::client::DEFAULT_CONGESTION.to_string()),
+        }
     }
 }
 
@@ -182,6 +192,12 @@ pub struct ServerReport {
     pub bpf_objects_remaining: usize,
     /// Connections refused because no thread or fd could be had.
     pub refused: u64,
+    /// Congestion control of the listening socket, inherited by every connection.
+    pub congestion: String,
+    /// Peak resident set size of the process (`VmHWM`), KiB, read after shutdown.
+    pub peak_rss_kib: Option<u64>,
+    /// Resident set size after shutdown (`VmRSS`), KiB.
+    pub rss_after_kib: Option<u64>,
 }
 
 impl fmt::Display for ServerReport {
@@ -196,6 +212,12 @@ impl fmt::Display for ServerReport {
         )?;
         if self.refused > 0 {
             write!(f, ", {} connections refused for lack of resources", self.refused)?;
+        }
+        if let Some(k) = self.peak_rss_kib {
+            write!(f, "; peak RSS {:.1} MiB", k as f64 / 1024.0)?;
+            if let Some(a) = self.rss_after_kib {
+                write!(f, " ({:.1} MiB after shutdown)", a as f64 / 1024.0)?;
+            }
         }
         let noted = self.connections.iter().filter(|c| c.note.is_some()).count();
         if noted > 0 {
@@ -282,6 +304,7 @@ pub struct Server {
     wake: Arc<OwnedFd>,
     main: Option<JoinHandle<()>>,
     report: Option<ServerReport>,
+    congestion: String,
 }
 
 impl Server {
@@ -298,6 +321,12 @@ impl Server {
             EchoError::Bind { addr: cfg.addr.to_string(), err, hint }
         })?;
         let local = listener.local_addr().ctx(|| "getsockname on the listening socket")?;
+        if let Some(cc) = &cfg.congestion {
+            if let Err(e) = sys::set_congestion(listener.as_raw_fd(), cc) {
+                eprintln!("warning: cannot set TCP_CONGESTION={cc} ({e}); see /proc/sys/net/ipv4/tcp_available_congestion_control; keeping the system default");
+            }
+        }
+        let congestion = sys::congestion(listener.as_raw_fd()).unwrap_or_default();
         listener.set_nonblocking(true).ctx(|| "making the listening socket non-blocking")?;
         let wake = Arc::new(sys::eventfd().ctx(|| "creating the shutdown eventfd")?);
         let shared = Arc::new(Shared {
@@ -328,7 +357,7 @@ impl Server {
             std::thread::Builder::new().name(name).spawn(move || threaded::accept_loop(sh, listener, wk))
         }
         .ctx(|| "spawning the server thread")?;
-        Ok(Server { shared, local, wake, main: Some(main), report: None })
+        Ok(Server { shared, local, wake, main: Some(main), report: None, congestion })
     }
 
     /// The address actually bound (with the real port when 0 was asked for).
@@ -382,6 +411,9 @@ impl Server {
             bpf_objects_created: ids.len(),
             bpf_objects_remaining: remaining,
             refused: sh.refused.load(Ordering::SeqCst),
+            congestion: self.congestion.clone(),
+            peak_rss_kib: sys::status_kib("VmHWM"),
+            rss_after_kib: sys::status_kib("VmRSS"),
         };
         self.report = Some(r.clone());
         r

@@ -259,7 +259,9 @@ fn sockmap(sh: &Shared, stream: &TcpStream, bytes: &mut u64, fallback: &mut Opti
                 Ok(()) => drain_in_kernel(sh, fd),
                 Err(_) => Ok(()),
             };
-            *bytes = sys::tcp_bytes(fd).map(|k| k.acked).unwrap_or(0);
+            // Once the server has shut the socket down (on stop), `acked` counts its FIN too:
+            // never count more than was received (without the peer's FIN).
+            *bytes = sys::tcp_bytes(fd).map(|k| k.acked.min(k.received - u64::from(sys::peer_closed(fd)).min(k.received))).unwrap_or(0);
             match (r, left) {
                 (Err(e), _) => Err(e),
                 (Ok(()), Err(lost)) => {

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Cross-check of schedlab's echo study against the original programs (seed 004), same run:
+#  1. client: the original test-burst and `schedlab burst`, each against the original echo-naive;
+#  2. servers: the original test-burst against the original echo-MODE and `schedlab echo --mode MODE`
+#     for naive, iosubmit, splice and sockmap; schedlab's io_uring against the best original server.
+# Loopback, server pinned to CPU 0 (SERVER_CPU), client to CPU 1 (CLIENT_CPU). Each pair is run
+# alternately (A,B then B,A in the next repetition), REPS times; a run's p50 and p99 are taken over
+# its RTTs (integer microseconds, as both clients print them), and the table shows the median over
+# the repetitions and the ratio schedlab / original. A ratio over LIMIT (p50) or P99_LIMIT (p99)
+# fails the script.
+#
+# The originals are built from ANCHOR (default ../shared/anchors/cloudflare-tcp-splice next to the
+# repository) into a temporary directory that is removed at the end: their code and build outputs
+# never enter the repository. Building them needs gcc and libelf-dev (echo-sockmap only).
+#
+# Usage: scripts/echo-crosscheck.sh           (defaults below; environment overrides)
+#   REPS=5 SIZES="1 64 1024" (KiB) ROUNDS_SMALL=1000 ROUNDS_1M=400 LIMIT=1.05 P99_LIMIT=1.05
+#   PARTS="client servers"  SERVER_CPU=0 CLIENT_CPU=1  ANCHOR=dir  SCHEDLAB=path/to/schedlab
+# Exit status: 0 every ratio within its limit, 1 a ratio over it, 2 setup failure.
+# Figures are medians because the machine may be shared and noisy; do not read single runs.
+# test-burst sleeps 1 s after connecting (fixed in the original), so each run costs at least 1 s:
+# the default run takes about 3 minutes.
+set -euo pipefail
+
+REPS=${REPS:-5}
+SIZES=${SIZES:-"1 64 1024"}
+ROUNDS_SMALL=${ROUNDS_SMALL:-1000}
+ROUNDS_1M=${ROUNDS_1M:-400}
+LIMIT=${LIMIT:-1.05}
+P99_LIMIT=${P99_LIMIT:-1.05}
+PARTS=${PARTS:-"client servers"}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ -z "${ANCHOR:-}" ]]; then
+    for d in "$root/../shared/anchors/cloudflare-tcp-splice" "$root/../../shared/anchors/cloudflare-tcp-splice"; do
+        [[ -f "$d/build.sh" ]] && ANCHOR=$(cd "$d" && pwd) && break
+    done
+fi
+[[ -n "${ANCHOR:-}" && -f "$ANCHOR/build.sh" ]] || { echo "error: set ANCHOR to the cloudflare-tcp-splice folder (with build.sh)" >&2; exit 2; }
+if [[ -z "${SCHEDLAB:-}" ]]; then
+    (cd "$root" && cargo build --release -q -p schedlab)
+    SCHEDLAB="${CARGO_TARGET_DIR:-$root/target}/release/schedlab"
+fi
+[[ -x "$SCHEDLAB" ]] || { echo "error: $SCHEDLAB is not an executable schedlab" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "error: python3 is needed for the statistics" >&2; exit 2; }
+command -v taskset >/dev/null || { echo "error: taskset (util-linux) is needed for pinning" >&2; exit 2; }
+
+work=$(mktemp -d)
+srv_pid=""
+cleanup() {
+    [[ -n "$srv_pid" ]] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+orig="$work/orig"
+mkdir -p "$orig"
+# build.sh builds everything and stops at the first failure (echo-sockmap needs libelf): build the
+# four plain programs the same way first, so that a missing libelf only costs the sockmap row.
+for t in test-burst echo-naive echo-iosubmit echo-splice; do
+    cc -O2 -g "$ANCHOR/net.c" "$ANCHOR/$t.c" -o "$orig/$t" 2>"$work/cc-$t.log" \
+        || { echo "error: cannot build the original $t (gcc needed):" >&2; cat "$work/cc-$t.log" >&2; exit 2; }
+done
+orig_modes="naive iosubmit splice"
+if sh "$ANCHOR/build.sh" "$orig" >"$work/build.log" 2>&1 && [[ -x "$orig/echo-sockmap" ]]; then
+    orig_modes="$orig_modes sockmap"
+else
+    echo "SKIP: original echo-sockmap did not build (apt-get install -y libelf-dev): $(tail -1 "$work/build.log")"
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+    local port=$1 i
+    for i in $(seq 1 200); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    echo "error: nothing listens on port $port" >&2
+    return 1
+}
+# start_server original|schedlab MODE -> sets srv_pid and port
+start_server() {
+    local side=$1 mode=$2
+    port=$(free_port)
+    if [[ $side == original ]]; then
+        taskset -c "$SERVER_CPU" "$orig/echo-$mode" "127.0.0.1:$port" >/dev/null 2>&1 &
+    else
+        taskset -c "$SERVER_CPU" "$SCHEDLAB" echo --mode "$mode" --cpu "$SERVER_CPU" "127.0.0.1:$port" >"$work/srv.out" 2>&1 &
+    fi
+    srv_pid=$!
+    wait_port "$port"
+    sleep 0.2
+}
+stop_server() {
+    kill -TERM "$srv_pid" 2>/dev/null || true
+    wait "$srv_pid" 2>/dev/null || true
+    srv_pid=""
+}
+rounds_for() { if (( $1 >= 1024 )); then echo "$ROUNDS_1M"; else echo "$ROUNDS_SMALL"; fi; }
+# run_client original|schedlab PORT KIB OUTFILE
+run_client() {
+    local side=$1 port=$2 kib=$3 out=$4 rounds
+    rounds=$(rounds_for "$kib")
+    if [[ $side == original ]]; then
+        taskset -c "$CLIENT_CPU" "$orig/test-burst" "127.0.0.1:$port" "$kib" "$rounds" >"$out" 2>/dev/null
+    else
+        taskset -c "$CLIENT_CPU" "$SCHEDLAB" burst "127.0.0.1:$port" "$kib" "$rounds" >"$out" 2>"$out.err"
+    fi
+}
+
+echo "# echo cross-check: $(date -u +%FT%TZ), $(nproc) CPUs, $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# server CPU $SERVER_CPU, client CPU $CLIENT_CPU, $REPS repetitions (alternating), sizes ${SIZES// /, } KiB"
+echo "# rounds per run: $ROUNDS_SMALL (1 MiB: $ROUNDS_1M); limits: p50 ratio <= $LIMIT, p99 ratio <= $P99_LIMIT"
+
+# ---------------------------------------------------------------- 1. client
+if [[ " $PARTS " == *" client "* ]]; then
+    echo "# 1. client: test-burst vs schedlab burst, against the original echo-naive"
+    start_server original naive
+    for r in $(seq 1 "$REPS"); do
+        for kib in $SIZES; do
+            if (( r % 2 )); then order="original schedlab"; else order="schedlab original"; fi
+            for side in $order; do run_client "$side" "$port" "$kib" "$work/client_${side}_${kib}_$r"; done
+        done
+    done
+    stop_server
+fi
+
+# ---------------------------------------------------------------- 2. servers
+if [[ " $PARTS " == *" servers "* ]]; then
+    echo "# 2. servers: test-burst against the original echo-MODE and schedlab echo --mode MODE"
+    for r in $(seq 1 "$REPS"); do
+        for mode in naive iosubmit splice sockmap io_uring; do
+            sides="schedlab"
+            [[ " $orig_modes " == *" $mode "* ]] && sides="original schedlab"
+            (( r % 2 )) || sides=$(echo "$sides" | tr ' ' '\n' | tac | tr '\n' ' ')
+            for side in $sides; do
+                if [[ $side == schedlab ]] && ! "$SCHEDLAB" echo --mode "$mode" 127.0.0.1:0 --duration 0.01 >/dev/null 2>"$work/probe.err"; then
+                    [[ $r == 1 ]] && echo "SKIP: schedlab $mode: $(tail -1 "$work/probe.err")"
+                    continue
+                fi
+                start_server "$side" "$mode"
+                for kib in $SIZES; do run_client original "$port" "$kib" "$work/server_${side}_${mode}_${kib}_$r"; done
+                stop_server
+            done
+        done
+    done
+fi
+
+python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" <<'PY'
+import glob, os, statistics, sys
+work, reps, sizes, lim50, lim99 = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3].split()], float(sys.argv[4]), float(sys.argv[5])
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+def runs(prefix):
+    """p50 and p99 of each run (rep) of files prefix_REP; None when there are none."""
+    p50, p99 = [], []
+    for r in range(1, reps + 1):
+        f = f"{work}/{prefix}_{r}"
+        if not os.path.exists(f):
+            continue
+        v = [int(l) for l in open(f) if l.strip()]
+        if v:
+            p50.append(pct(v, 50)); p99.append(pct(v, 99))
+    if not p50:
+        return None
+    return statistics.median(p50), statistics.median(p99), min(p50), max(p50)
+
+def size_name(kib):
+    return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+
+rows, bad = [], []
+def row(what, size, o, s, o_name):
+    if o is None or s is None:
+        rows.append((what, size, "n/a" if o is None else f"{o[0]:.0f} / {o[1]:.0f}", "n/a" if s is None else f"{s[0]:.0f} / {s[1]:.0f}", "-", "-", "SKIP"))
+        return
+    r50, r99 = s[0] / o[0], s[1] / o[1]
+    ok = r50 <= lim50 and r99 <= lim99
+    if not ok:
+        bad.append(f"{what} {size}")
+    note = "" if ok else " OVER"
+    spread = f" (p50 runs {o[2]:.0f}-{o[3]:.0f} vs {s[2]:.0f}-{s[3]:.0f})"
+    rows.append((what, size, f"{o_name}{o[0]:.0f} / {o[1]:.0f}", f"{s[0]:.0f} / {s[1]:.0f}", f"{r50:.2f}", f"{r99:.2f}", ("ok" if ok else "OVER") + spread))
+
+if glob.glob(f"{work}/client_*"):
+    for kib in sizes:
+        row("client (vs echo-naive)", size_name(kib), runs(f"client_original_{kib}"), runs(f"client_schedlab_{kib}"), "test-burst ")
+if glob.glob(f"{work}/server_*"):
+    for mode in ["naive", "iosubmit", "splice", "sockmap"]:
+        for kib in sizes:
+            row(f"server {mode}", size_name(kib), runs(f"server_original_{mode}_{kib}"), runs(f"server_schedlab_{mode}_{kib}"), "")
+    for kib in sizes:
+        best = [(m, runs(f"server_original_{m}_{kib}")) for m in ["naive", "iosubmit", "splice", "sockmap"]]
+        best = [(m, x) for m, x in best if x is not None]
+        m, o = min(best, key=lambda t: t[1][0]) if best else ("", None)
+        row("server io_uring vs best original", size_name(kib), o, runs(f"server_schedlab_io_uring_{kib}"), f"{m} ")
+
+print()
+print("| what | size | original p50 / p99 (us) | schedlab p50 / p99 (us) | ratio p50 | ratio p99 | verdict |")
+print("|---|---|---|---|---|---|---|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+costs = sorted(glob.glob(f"{work}/client_schedlab_*_1.err"))
+for c in costs:
+    for l in open(c):
+        if l.startswith("client cost"):
+            kib = c.split("_")[-2]
+            print(f"schedlab burst {size_name(int(kib))}: {l.strip()}")
+print()
+if bad:
+    print(f"OVER THE LIMIT: {', '.join(bad)}")
+    sys.exit(1)
+print("every ratio within its limit")
+PY
