@@ -391,7 +391,7 @@ fn one_round(fd: RawFd, cfg: &BurstConfig, round: u64, pat: &Pattern, rx: &mut R
             if !progress {
                 counts.spins += 1;
                 idle += 1;
-                if idle % 1024 == 0 && Instant::now() >= deadline {
+                if idle.is_multiple_of(1024) && Instant::now() >= deadline {
                     return Err(timeout(sent, got));
                 }
             }
@@ -424,7 +424,7 @@ fn one_round(fd: RawFd, cfg: &BurstConfig, round: u64, pat: &Pattern, rx: &mut R
         if !progress {
             counts.spins += 1;
             idle += 1;
-            if idle % 1024 == 0 && Instant::now() >= deadline {
+            if idle.is_multiple_of(1024) && Instant::now() >= deadline {
                 return Err(timeout(sent, got));
             }
         }
