@@ -98,7 +98,7 @@ pub fn bare_ring_pps(queue: usize, dur: Nanos) -> f64 {
 /// Transmitted packets per second of the whole harness: 1 client, rr, 60-byte packets, zero
 /// polling intervals, unlimited bandwidth, for `dur`.
 pub fn harness_pps(queue: usize, dur: Nanos, sched_cpu: Option<usize>) -> anyhow::Result<f64> {
-    let spec = Spec { duration: dur, rate: Bps(1_000_000_000_000_000), pkt_len: 60, burst: 1 };
+    let spec = Spec::fixed(dur, Bps(1_000_000_000_000_000), 60, 1);
     let cfg = Config {
         threads: 1,
         traffic: Traffic { programs: vec![vec![spec]], warnings: vec![] },
@@ -114,6 +114,8 @@ pub fn harness_pps(queue: usize, dur: Nanos, sched_cpu: Option<usize>) -> anyhow
         flows: vec![FlowWeight::new(1, 1500)],
         ts_limit: 0,
         trace: false,
+        seed: 1,
+        messages: false,
     };
     let r = run(&cfg, &AtomicBool::new(false))?;
     Ok(r.clients[0].transmitted as f64 * 1e9 / r.elapsed.0.max(1) as f64)

@@ -44,6 +44,11 @@ Client options:
   --json FILE           write the results as JSON ('-' for stdout)
   --ts-limit N          timestamp records kept per client (default 100000; 0 writes no files)
   --no-timestamps       same as --ts-limit 0
+  --seed N              seed of the clients' generators (message lengths, Poisson gaps; default 1)
+  --messages FILE       one line per message (burst): client, packets, packet bytes, cli_enq of
+                        its first packet, sch_enq of its first, sch_deq and cli_deq of its last
+                        (ns), dropped (1 if some packet was refused or it was not delivered)
+  --trace-out FILE      the arrivals in 'schedlab sim --trace' format (TIME_ns LENGTH CLIENT)
 
 Scheduler options (after --):
   -flowsets W:L:N,...   N flows of weight W and maximum packet length L bytes, numbered
@@ -52,8 +57,11 @@ Scheduler options (after --):
                         alpha (needs -alpha X) | sf (shortest first); default fifo
   -alpha X              alpha for -alg alpha (for alpha and sf a client's burst is one message)
 
-Traffic file: lines 'DURATION RATE [PKTLEN [BURST]]' (e.g. '1s 100M 64 1'), 'thread N' or
-'thread all' to choose the thread the next lines program, '#' comments.
+Traffic file: lines 'DURATION RATE [PKTLEN [BURST]] [poisson]' (e.g. '1s 100M 64 1'), 'thread N'
+or 'thread all' to choose the thread the next lines program, '#' comments. BURST may be a message
+length distribution 'dist:LOW-HIGH:WEIGHT,LEN:WEIGHT,...' ('dist:report' = 1-5:90,20:10); a last
+word 'poisson' spaces bursts by exponential gaps at the entry's mean rate, e.g.
+'2s 300M 1500 dist:1-5:90,20:10 poisson'.
 
 Timestamp files (one line per packet through the ring, TAB separated, times from CLOCK_MONOTONIC
 in ns): cli_enq (absolute), sch_enq - cli_enq, sch_deq - sch_enq, cli_deq - sch_deq, pkt_len,
@@ -62,14 +70,18 @@ flags ('D' = dropped by the scheduler).
 Example: schedlab sched -t 4 -f sched.txt -b 20M -q 100 -i 20 -c 5 -- -flowsets 100:1500:1,1:1500:16 -alg rr
 ";
 
-/// Parsed command line.
+/// Parsed command line (public so that `schedlab predict` takes the same options).
 #[derive(Debug)]
-struct Args {
-    cfg: Config,
-    traffic_source: String,
-    prefix: String,
-    json: Option<PathBuf>,
-    bench: bool,
+pub struct Args {
+    pub cfg: Config,
+    pub traffic_source: String,
+    pub prefix: String,
+    pub json: Option<PathBuf>,
+    pub bench: bool,
+    /// `--messages FILE`: one line per message.
+    pub messages: Option<PathBuf>,
+    /// `--trace-out FILE`: the arrivals in `sim --trace` format.
+    pub trace_out: Option<PathBuf>,
 }
 
 fn value<'a>(it: &mut impl Iterator<Item = &'a String>, opt: &str, inline: Option<&'a str>) -> Result<&'a str> {
@@ -135,7 +147,7 @@ fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
     })
 }
 
-fn parse_args(argv: &[String]) -> Result<Option<Args>> {
+pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
     let mut threads = 1usize;
     let mut file: Option<PathBuf> = None;
     let mut queue = 100usize;
@@ -150,6 +162,9 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
     let mut json = None;
     let mut ts_limit = 100_000usize;
     let mut bench = false;
+    let mut seed = 1u64;
+    let mut messages = None;
+    let mut trace_out = None;
     let mut flowsets: Option<Vec<FlowWeight>> = None;
     let mut alg_name = "fifo".to_string();
     let mut alpha = None;
@@ -222,6 +237,12 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
                 duration_cap = Some(d);
             }
             "--json" => json = Some(PathBuf::from(value(&mut it, opt, inline)?)),
+            "--seed" => {
+                let v = value(&mut it, opt, inline)?;
+                seed = v.parse().with_context(|| format!("--seed '{v}': give a whole number in 0..=2^64-1"))?;
+            }
+            "--messages" => messages = Some(PathBuf::from(value(&mut it, opt, inline)?)),
+            "--trace-out" => trace_out = Some(PathBuf::from(value(&mut it, opt, inline)?)),
             "--ts-limit" => {
                 let v = value(&mut it, opt, inline)?;
                 ts_limit = v.parse().with_context(|| format!("--ts-limit '{v}': give a number of records"))?;
@@ -286,8 +307,10 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>> {
         flows,
         ts_limit,
         trace: false,
+        seed,
+        messages: messages.is_some() || trace_out.is_some(),
     };
-    Ok(Some(Args { cfg, traffic_source, prefix, json, bench }))
+    Ok(Some(Args { cfg, traffic_source, prefix, json, bench, messages, trace_out }))
 }
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
@@ -325,7 +348,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
     outln!(
-        "config: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows{}{}",
+        "config: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows{}{}, seed {}",
         cfg.threads,
         args.traffic_source,
         cfg.queue,
@@ -338,6 +361,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.flows.len(),
         if cfg.distributed { ", distributed (-D)" } else { "" },
         cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
+        cfg.seed,
     );
     let r = run(cfg, &INTERRUPTED)?;
     let report = Report::new(&args, &r, machine);
@@ -346,6 +370,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     if let Some(path) = &args.json {
         schedlab_report::export::write_json(path, &report)?;
     }
+    write_message_files(&args, &r)?;
     if r.interrupted {
         outln!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
     }
@@ -360,6 +385,30 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         );
     }
     Ok(if r.interrupted { 130 } else { 0 })
+}
+
+/// `--messages` and `--trace-out`.
+pub fn write_message_files(args: &Args, r: &RunResult) -> Result<()> {
+    if args.messages.is_none() && args.trace_out.is_none() {
+        return Ok(());
+    }
+    let per: Vec<&[crate::messages::MsgRecord]> = r.clients.iter().map(|c| c.messages.as_slice()).collect();
+    let all = crate::messages::merged(&per);
+    let write = |path: &Path, f: &dyn Fn(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>| -> Result<()> {
+        let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(file);
+        f(&mut w).and_then(|_| w.flush()).with_context(|| format!("writing {}", path.display()))
+    };
+    if let Some(p) = &args.messages {
+        write(p, &|w| {
+            writeln!(w, "# schedlab sched messages, seed {}", args.cfg.seed)?;
+            crate::messages::write_messages(w, &all)
+        })?;
+    }
+    if let Some(p) = &args.trace_out {
+        write(p, &|w| crate::messages::write_trace(w, &all, args.cfg.bandwidth.map(|b| b.0), args.cfg.seed))?;
+    }
+    Ok(())
 }
 
 /// Writes `PREFIXqueue-i.txt` for every client; returns the file names.
@@ -411,6 +460,7 @@ pub struct Report {
     pub machine: MachineInfo,
     pub command: Vec<String>,
     pub traffic: String,
+    pub seed: u64,
     pub threads: usize,
     pub queue_pkts: usize,
     pub alg: String,
@@ -476,6 +526,7 @@ impl Report {
             machine,
             command: std::env::args().collect(),
             traffic: args.traffic_source.clone(),
+            seed: cfg.seed,
             threads: cfg.threads,
             queue_pkts: cfg.queue,
             alg: cfg.alg.name(),

@@ -21,6 +21,7 @@ use schedlab_policy::{Alpha, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Messa
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
 use schedlab_report::Hist;
 
+use crate::messages::{MessageLog, MsgRecord};
 use crate::ring::{channel, Completion, Consumer, Producer};
 use crate::traffic::Traffic;
 use crate::units::{Bps, Nanos};
@@ -108,6 +109,10 @@ pub struct Config {
     pub ts_limit: usize,
     /// Record the scheduler's enqueue/release sequence (tests).
     pub trace: bool,
+    /// Seed of the clients' generators (message lengths, Poisson gaps).
+    pub seed: u64,
+    /// Keep one record per message (burst) in every client.
+    pub messages: bool,
 }
 
 /// Messages taken from one ring per client per scheduler visit.
@@ -121,7 +126,12 @@ pub const CLIENT_SCHED_BUDGET: Nanos = Nanos(50_000);
 /// One event of the scheduler's trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
-    Enqueue { client: u32, pos: u64, packets: u32, bytes: u32 },
+    /// `vt_ns`: the message's arrival in the link's own time: the pass time, or just before the
+    /// link's next release when the pass is late and the policy was not empty (the harness
+    /// decides that overdue release with this message present). A simulator replaying the
+    /// enqueues at these times with a deterministic service of `bytes × 8 / link rate` makes the
+    /// same decisions.
+    Enqueue { client: u32, pos: u64, packets: u32, bytes: u32, vt_ns: u64 },
     Release { client: u32, pos: u64 },
 }
 
@@ -172,13 +182,19 @@ impl<P: Policy<Item>> Core<P> {
             for _ in 0..VISIT {
                 let Some(m) = self.rings[c].take(now) else { break };
                 work += m.packets as usize;
-                if self.policy.is_empty() && self.next_idle < now_fp {
+                let was_empty = self.policy.is_empty();
+                if was_empty && self.next_idle < now_fp {
                     self.next_idle = now_fp;
                 }
                 let item = Item { client: c as u32, pos: m.pos };
                 let msg = Message::new(item, c as u32, m.packets).with_bytes(m.len);
                 if let Some(t) = self.trace.as_mut() {
-                    t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len });
+                    let vt_ns = if was_empty || self.fp_per_byte.is_none() {
+                        now
+                    } else {
+                        now.min((((self.next_idle >> 16) / 1000) as u64).saturating_sub(1))
+                    };
+                    t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
                 }
                 if self.policy.enqueue(msg).is_err() {
                     for _ in 0..m.packets {
@@ -296,6 +312,8 @@ pub struct ClientResult {
     pub timestamps_truncated: u64,
     pub thread: ThreadInfo,
     pub sched_passes: u64,
+    /// One record per burst (with `Config::messages`), in generation order.
+    pub messages: Vec<MsgRecord>,
 }
 
 /// The scheduler's independent view at the end, per client.
@@ -431,6 +449,9 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             poll: cfg.client_poll.0,
             distributed: cfg.distributed,
             ts_limit: cfg.ts_limit,
+            client: i as u32,
+            seed: cfg.seed,
+            messages: cfg.messages,
         };
         let spawned = std::thread::Builder::new()
             .name(format!("client{i}"))
@@ -585,6 +606,9 @@ struct ClientCtx {
     poll: u64,
     distributed: bool,
     ts_limit: usize,
+    client: u32,
+    seed: u64,
+    messages: bool,
 }
 
 struct ClientState {
@@ -595,11 +619,15 @@ struct ClientState {
     transmitted: u64,
     sched_drops: u64,
     bits: u64,
+    log: Option<MessageLog>,
 }
 
 impl ClientState {
     #[inline]
     fn complete(&mut self, c: Completion, now: u64) {
+        if let Some(log) = self.log.as_mut() {
+            log.completed(&c, now);
+        }
         if c.dropped {
             self.sched_drops += 1;
         } else {
@@ -663,12 +691,15 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             if gap == u64::MAX {
                 0
             } else {
-                (u128::from(s.duration.0) * 1000 / u128::from(gap.max(1)) + 1).min(u128::from(u64::MAX)) as u64
-                    * u64::from(s.burst)
+                ((u128::from(s.duration.0) * 1000 / u128::from(gap.max(1)) + 1) as f64 * s.mean_burst().max(1.0))
+                    .min(u64::MAX as f64) as u64
             }
         })
         .fold(0u64, |a, b| a.saturating_add(b));
     let cap = (ctx.ts_limit as u64).min(expect.saturating_add(ring.capacity() as u64)) as usize;
+    // Poisson gaps vary: leave room for 25% more messages than the mean (the log grows past that).
+    let log = ctx.messages.then(|| MessageLog::with_capacity((expect + expect / 4 + 64).min(1 << 26) as usize));
+    let mut rng = crate::workload::client_rng(ctx.seed, ctx.client as usize);
     let mut ts = vec![TsRecord::default(); cap];
     ts.clear();
     let mut st = ClientState {
@@ -679,6 +710,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         transmitted: 0,
         sched_drops: 0,
         bits: 0,
+        log,
     };
     let mut generated = 0u64;
     let mut ring_drops = 0u64;
@@ -698,6 +730,9 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         let spec_end = (spec_start + spec.duration.0).min(end);
         let gap = spec.gap_ps();
         let mut next_burst_ps = u128::from(spec_start) * 1000;
+        if spec.gaps == crate::workload::Gaps::Poisson {
+            next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
+        }
         loop {
             if shared.phase.load(Ordering::Relaxed) != RUN {
                 break 'program;
@@ -709,7 +744,8 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             rt.tick(now);
             let mut did = false;
             if gap != u64::MAX && u128::from(now) * 1000 >= next_burst_ps {
-                let want = spec.burst;
+                let want = crate::workload::draw_len(spec.lengths.as_ref(), spec.burst, &mut rng);
+                let first_pos = ring.pushed();
                 let mut fit = ring.space().min(u64::from(want)) as u32;
                 if ctx.message_level {
                     // A burst is one message: all of it enters the ring, or none (a truncated
@@ -726,7 +762,10 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
                 }
                 generated += u64::from(want);
                 ring_drops += u64::from(want - fit);
-                next_burst_ps += u128::from(gap);
+                if let Some(log) = st.log.as_mut() {
+                    log.generated(ctx.client, want, fit, spec.pkt_len, first_pos, now);
+                }
+                next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
                 did = true;
             }
             if ctx.distributed {
@@ -777,6 +816,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         timestamps_truncated: st.ts_truncated,
         thread: ThreadInfo::current(),
         sched_passes: passes,
+        messages: st.log.map(|l| l.records).unwrap_or_default(),
     }
 }
 

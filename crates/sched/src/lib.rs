@@ -10,6 +10,9 @@
 //! - [`harness`]: client threads, the scheduler (a thread, or in distributed mode `-D` whichever
 //!   client holds the scheduler lock), link emulation at `-b`, exact per-client accounting
 //!   (generated = transmitted + dropped + still queued);
+//! - [`workload`]: message workloads (length distributions, Poisson gaps, the clients' seeded
+//!   generators);
+//! - [`messages`]: per-message records and the arrival trace for the simulator;
 //! - [`units`]: bandwidth and duration newtypes and their parsers (`20M`, `10T`, `5us`);
 //! - [`bench`]: the policy pair cost and ring/harness throughput measurements;
 //! - [`cli`]: `schedlab sched`, the seed's command line verbatim.
@@ -18,6 +21,8 @@
 pub mod bench;
 pub mod cli;
 pub mod harness;
+pub mod messages;
 pub mod ring;
 pub mod traffic;
 pub mod units;
+pub mod workload;

@@ -115,6 +115,8 @@ unsafe impl Send for Ring {}
 /// A packet seen transmitted (or dropped by the scheduler) by the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
+    /// Ring position of the packet (positions count the client's packets from 0).
+    pub pos: u64,
     pub cli_enq: u64,
     pub sch_enq: u64,
     pub sch_deq: u64,
@@ -268,7 +270,7 @@ impl Producer {
         let c = slot.cli.with(|p| unsafe { *p });
         // SAFETY: as above.
         let s = slot.sch.with(|p| unsafe { *p });
-        Completion { cli_enq: c.cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len: c.len, dropped: s.dropped }
+        Completion { pos, cli_enq: c.cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len: c.len, dropped: s.dropped }
     }
 
     fn advance_free(&mut self) {
@@ -375,7 +377,7 @@ mod tests {
         assert_eq!(p.poll(|x| got.push(x)), 0, "position 0 not released yet");
         assert_eq!(c.release(0, 31, true), 0);
         assert_eq!(p.poll(|x| got.push(x)), 2);
-        assert_eq!(got[0], Completion { cli_enq: 10, sch_enq: 11, sch_deq: 31, len: 60, dropped: true });
+        assert_eq!(got[0], Completion { pos: 0, cli_enq: 10, sch_enq: 11, sch_deq: 31, len: 60, dropped: true });
         assert_eq!(got[1].sch_deq, 30);
         // The 2-packet message is half released: its slots are not free yet.
         assert_eq!(p.space(), 1 + 1);

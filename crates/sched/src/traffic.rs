@@ -2,18 +2,21 @@
 //!
 //! ```text
 //! # comment                     (also after an entry)
-//! 1s   100M  64  1              DURATION RATE [PKTLEN [BURST]] for the current thread
+//! 1s   100M  64  1              DURATION RATE [PKTLEN [BURST]] [poisson] for the current thread
+//! 2s 300M 1500 dist:1-5:90,20:10 poisson   message lengths drawn from a distribution (see workload)
 //! thread 2                      switch the current thread (thread 0 at the start)
 //! thread all                    following entries go to every thread
 //! ```
 //! Durations take n/u/m/s suffixes (bare numbers are seconds), rates k/M/G/T (bits per second;
 //! 0 means silence for that long), the packet length is in bytes (default
-//! [`DEFAULT_PKT_LEN`]), the burst in packets (default 1). Entries for threads that do not exist
-//! are ignored with a warning.
+//! [`DEFAULT_PKT_LEN`]), the burst in packets (default 1) or a message-length distribution
+//! `dist:...`, and a last field `poisson` spaces bursts by exponential gaps at the same mean rate
+//! (see [`crate::workload`]). Entries for threads that do not exist are ignored with a warning.
 
 use std::path::Path;
 
 use crate::units::{parse_bps, parse_duration, Bps, Nanos};
+use crate::workload::{Gaps, LenDist};
 
 /// Packet length when an entry gives none.
 pub const DEFAULT_PKT_LEN: u32 = 1500;
@@ -36,17 +39,40 @@ pub struct Spec {
     pub duration: Nanos,
     pub rate: Bps,
     pub pkt_len: u32,
+    /// Packets per burst; with `lengths`, the longest message the distribution can draw.
     pub burst: u32,
+    /// Message lengths drawn per burst (`dist:...`); `None`: every burst is `burst` packets.
+    pub lengths: Option<LenDist>,
+    /// Equal or exponential gaps between bursts.
+    pub gaps: Gaps,
 }
 
 impl Spec {
-    /// Time between two bursts, in picoseconds (`u64::MAX` when the rate is 0).
+    /// The seed's entry: `burst` packets every `burst × pkt_len × 8 / rate`.
+    pub fn fixed(duration: Nanos, rate: Bps, pkt_len: u32, burst: u32) -> Spec {
+        Spec { duration, rate, pkt_len, burst, lengths: None, gaps: Gaps::Periodic }
+    }
+
+    /// Mean packets per burst.
+    pub fn mean_burst(&self) -> f64 {
+        self.lengths.map_or(f64::from(self.burst), |d| d.mean())
+    }
+
+    /// Mean time between two bursts, in picoseconds (`u64::MAX` when the rate is 0).
     pub fn gap_ps(&self) -> u64 {
         if self.rate.0 == 0 {
             return u64::MAX;
         }
-        let bits = u128::from(self.pkt_len) * u128::from(self.burst) * 8;
-        (bits * 1_000_000_000_000 / u128::from(self.rate.0)).min(u128::from(u64::MAX)) as u64
+        match self.lengths {
+            None => {
+                let bits = u128::from(self.pkt_len) * u128::from(self.burst) * 8;
+                (bits * 1_000_000_000_000 / u128::from(self.rate.0)).min(u128::from(u64::MAX)) as u64
+            }
+            Some(d) => {
+                let bits = f64::from(self.pkt_len) * d.mean() * 8.0;
+                (bits * 1e12 / self.rate.0 as f64).min(u64::MAX as f64 / 2.0) as u64
+            }
+        }
     }
 }
 
@@ -101,8 +127,20 @@ pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficE
             }
             continue;
         }
+        // A last word `poisson`/`periodic` chooses the gaps (field 3 or later).
+        let mut fields = fields;
+        let mut gaps = Gaps::Periodic;
+        if fields.len() > 2 {
+            if let Some(g) = fields.last().and_then(|w| Gaps::parse(w)) {
+                gaps = g;
+                fields.pop();
+            }
+        }
         if fields.len() > 4 {
-            return Err(err("field 5", format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST]]", fields[4])));
+            return Err(err(
+                "field 5",
+                format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST|dist:...]] [poisson]", fields[4]),
+            ));
         }
         let duration = parse_duration(fields[0], 1_000_000_000).map_err(|e| err("field 1 (duration)", e.to_string()))?;
         let rate = match fields.get(1) {
@@ -119,8 +157,17 @@ pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficE
             }
         };
         let pkt_len = int(2, "packet length", DEFAULT_PKT_LEN, MAX_PKT_LEN)?;
-        let burst = int(3, "burst", 1, MAX_BURST)?;
-        let spec = Spec { duration, rate, pkt_len, burst };
+        let (burst, lengths) = match fields.get(3).and_then(|f| f.strip_prefix("dist:")) {
+            Some(d) => {
+                let d = LenDist::parse(d).map_err(|e| err("field 4 (length distribution)", e))?;
+                if d.max_len() > MAX_BURST {
+                    return Err(err("field 4 (length distribution)", format!("lengths must be at most {MAX_BURST}")));
+                }
+                (d.max_len(), Some(d))
+            }
+            None => (int(3, "burst", 1, MAX_BURST)?, None),
+        };
+        let spec = Spec { duration, rate, pkt_len, burst, lengths, gaps };
         match current {
             Target::All => programs.iter_mut().for_each(|p| p.push(spec)),
             Target::One(t) if t < threads => programs[t].push(spec),
@@ -163,7 +210,7 @@ mod tests {
         let t = parse("# c\n1s 100M 64 1\nthread 1\n500m 1G 1500 4 # trailing\n\n2s 0\n", "f", 2).unwrap();
         assert_eq!(
             t.programs[0],
-            vec![Spec { duration: Nanos(1_000_000_000), rate: Bps(100_000_000), pkt_len: 64, burst: 1 }]
+            vec![Spec::fixed(Nanos(1_000_000_000), Bps(100_000_000), 64, 1)]
         );
         assert_eq!(t.programs[1].len(), 2);
         assert_eq!(t.programs[1][0].duration, Nanos(500_000_000));
@@ -176,7 +223,7 @@ mod tests {
 
     #[test]
     fn gap_between_bursts() {
-        let s = Spec { duration: Nanos(1), rate: Bps(100_000_000), pkt_len: 64, burst: 2 };
+        let s = Spec::fixed(Nanos(1), Bps(100_000_000), 64, 2);
         assert_eq!(s.gap_ps(), 64 * 2 * 8 * 10_000); // 1024 bits at 100 Mb/s = 10.24 us
     }
 
@@ -200,6 +247,28 @@ mod tests {
         assert_eq!(parse("1s\n", "f", 1).unwrap_err().field, "field 2 (rate)");
         assert_eq!(parse("thread x\n", "f", 1).unwrap_err().line, 1);
         assert_eq!(parse("1s 1M 64 1 9\n", "f", 1).unwrap_err().field, "field 5");
+    }
+
+    #[test]
+    fn message_workload_entries() {
+        let t = parse("2s 300M 1500 dist:1-5:90,20:10 poisson\n1s 1M 64 4 poisson\n1s 1M poisson\n1s 1M 100 dist:report periodic\n", "f", 1)
+            .unwrap();
+        let p = &t.programs[0];
+        assert_eq!(p[0].gaps, Gaps::Poisson);
+        assert_eq!(p[0].burst, 20, "burst is the longest length");
+        assert!((p[0].mean_burst() - 4.7).abs() < 1e-12);
+        // Mean gap: 4.7 packets of 1500 bytes at 300 Mb/s = 188 us.
+        assert!((p[0].gap_ps() as f64 - 188e6).abs() < 2.0, "{}", p[0].gap_ps());
+        assert_eq!((p[1].burst, p[1].lengths, p[1].gaps), (4, None, Gaps::Poisson));
+        assert_eq!((p[2].pkt_len, p[2].gaps), (DEFAULT_PKT_LEN, Gaps::Poisson));
+        assert_eq!(p[3].gaps, Gaps::Periodic);
+        assert_eq!(p[3].lengths, p[0].lengths);
+        let e = |s: &str| parse(s, "w.txt", 1).unwrap_err();
+        assert_eq!(e("1s 1M 1500 dist:1-5:x\n").field, "field 4 (length distribution)");
+        assert!(e("\n1s 1M 1500 dist:0:1\n").to_string().starts_with("w.txt:2: field 4 (length distribution):"));
+        assert_eq!(e("1s 1M 1500 4 poisson x\n").field, "field 5");
+        assert_eq!(e("1s 1M 1500 4 poison\n").field, "field 5");
+        assert_eq!(e("1s poisson\n").field, "field 2 (rate)");
     }
 
     #[test]

@@ -17,7 +17,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn spec(ms: u64, rate: u64, len: u32, burst: u32) -> Spec {
-    Spec { duration: Nanos(ms * 1_000_000), rate: Bps(rate), pkt_len: len, burst }
+    Spec::fixed(Nanos(ms * 1_000_000), Bps(rate), len, burst)
 }
 
 fn config(programs: Vec<Vec<Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
@@ -36,6 +36,8 @@ fn config(programs: Vec<Vec<Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config 
         flows,
         ts_limit: 1 << 20,
         trace: false,
+        seed: 1,
+        messages: false,
     }
 }
 
@@ -124,7 +126,7 @@ fn replay(trace: &[TraceEvent], mut p: AlphaSched<Item>) {
     let mut releases = 0;
     for ev in trace {
         match *ev {
-            TraceEvent::Enqueue { client, pos, packets, bytes } => {
+            TraceEvent::Enqueue { client, pos, packets, bytes, .. } => {
                 let m = schedlab_policy::Message::new(Item { client, pos }, client, packets).with_bytes(bytes);
                 p.enqueue(m).unwrap();
             }

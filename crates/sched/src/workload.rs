@@ -1,0 +1,254 @@
+//! Message workloads: the optional fields of a traffic entry that make a burst a *message* whose
+//! length is drawn from a distribution, and space bursts by exponential gaps (Poisson arrivals).
+//!
+//! ```text
+//! 2s 300M 1500 dist:1-5:90,20:10 poisson
+//! ```
+//! - field 4 may be `dist:PART,PART,...` instead of a fixed burst, each `PART` being
+//!   `LOW-HIGH:WEIGHT` (uniform integer in `LOW..=HIGH`) or `LEN:WEIGHT`; weights are relative
+//!   (they need not sum to 100). `dist:report` is the report's mix `1-5:90,20:10` (mean 4.7).
+//! - a last field `poisson` spaces bursts by exponential gaps; `periodic` (the default) by equal
+//!   gaps. Either way the entry's mean rate is its RATE: the mean gap is
+//!   `mean length × PKTLEN × 8 / RATE`.
+//!
+//! Every client draws from its own generator seeded from `--seed` and its index
+//! ([`client_rng`]), so a run's arrivals are reproducible up to the clock.
+
+use std::fmt;
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Most parts a length distribution may have.
+pub const MAX_PARTS: usize = 16;
+/// Longest message accepted from a distribution, in packets.
+pub const MAX_LEN: u32 = 1 << 20;
+
+/// One part of a length distribution: a uniform integer in `low..=high` with relative `weight`.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct LenPart {
+    pub low: u32,
+    pub high: u32,
+    pub weight: f64,
+}
+
+/// A message-length distribution in packets (a mixture of uniform integer ranges). `Copy`, so a
+/// traffic entry stays plain data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LenDist {
+    parts: [LenPart; MAX_PARTS],
+    n: usize,
+    total: f64,
+}
+
+impl LenDist {
+    /// Parses the part after `dist:` (`1-5:90,20:10`, or `report`).
+    pub fn parse(s: &str) -> Result<LenDist, String> {
+        let s = if s == "report" { "1-5:90,20:10" } else { s };
+        if s.is_empty() {
+            return Err("empty distribution: write e.g. dist:1-5:90,20:10".into());
+        }
+        let mut d = LenDist { parts: [LenPart::default(); MAX_PARTS], n: 0, total: 0.0 };
+        for (k, part) in s.split(',').enumerate() {
+            let which = || format!("part {} '{part}'", k + 1);
+            if d.n == MAX_PARTS {
+                return Err(format!("at most {MAX_PARTS} parts"));
+            }
+            let (range, weight) =
+                part.split_once(':').ok_or_else(|| format!("{}: expected LOW-HIGH:WEIGHT or LEN:WEIGHT", which()))?;
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            let num = |v: &str, name: &str| -> Result<u32, String> {
+                match v.parse::<u32>() {
+                    Ok(x) if (1..=MAX_LEN).contains(&x) => Ok(x),
+                    _ => Err(format!("{}: {name} '{v}' must be a whole number of packets in 1..={MAX_LEN}", which())),
+                }
+            };
+            let (low, high) = (num(lo, "LOW")?, num(hi, "HIGH")?);
+            if high < low {
+                return Err(format!("{}: HIGH {high} is below LOW {low}", which()));
+            }
+            let weight: f64 = weight.parse().map_err(|_| format!("{}: WEIGHT '{weight}' is not a number", which()))?;
+            if !(weight.is_finite() && weight > 0.0) {
+                return Err(format!("{}: WEIGHT must be a positive number", which()));
+            }
+            d.parts[d.n] = LenPart { low, high, weight };
+            d.n += 1;
+            d.total += weight;
+        }
+        Ok(d)
+    }
+
+    /// The parts, in the order given.
+    pub fn parts(&self) -> &[LenPart] {
+        &self.parts[..self.n]
+    }
+
+    /// Mean length in packets.
+    pub fn mean(&self) -> f64 {
+        self.parts().iter().map(|p| p.weight / self.total * f64::from(p.low + p.high) / 2.0).sum()
+    }
+
+    /// Longest possible length.
+    pub fn max_len(&self) -> u32 {
+        self.parts().iter().map(|p| p.high).max().unwrap_or(1)
+    }
+
+    /// Draws a length from `u` uniform in [0, 1): a part by weight, then a uniform integer in it.
+    pub fn sample(&self, u: f64) -> u32 {
+        let mut x = u.clamp(0.0, 1.0) * self.total;
+        for p in self.parts() {
+            if x < p.weight {
+                let within = (x / p.weight).clamp(0.0, 1.0 - 1e-12);
+                return p.low + (within * f64::from(p.high - p.low + 1)) as u32;
+            }
+            x -= p.weight;
+        }
+        self.parts().last().map_or(1, |p| p.high)
+    }
+}
+
+impl fmt::Display for LenDist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, p) in self.parts().iter().enumerate() {
+            if k > 0 {
+                write!(f, ",")?;
+            }
+            if p.low == p.high {
+                write!(f, "{}:{}", p.low, p.weight)?;
+            } else {
+                write!(f, "{}-{}:{}", p.low, p.high, p.weight)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for LenDist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// How bursts are spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gaps {
+    /// Equal gaps (the seed's behaviour).
+    #[default]
+    Periodic,
+    /// Exponential gaps with the same mean (Poisson arrivals).
+    Poisson,
+}
+
+impl Gaps {
+    /// `poisson` / `periodic`, or `None` for any other word.
+    pub fn parse(s: &str) -> Option<Gaps> {
+        match s {
+            "poisson" => Some(Gaps::Poisson),
+            "periodic" => Some(Gaps::Periodic),
+            _ => None,
+        }
+    }
+}
+
+/// A client's random generator: seeded from the run's seed and the client's index, so that every
+/// client draws an independent, reproducible stream.
+pub fn client_rng(seed: u64, client: usize) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(seed ^ (client as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// Draws the length of the next burst: `dist` if given, else `fixed`.
+#[inline]
+pub fn draw_len(dist: Option<&LenDist>, fixed: u32, rng: &mut Xoshiro256PlusPlus) -> u32 {
+    match dist {
+        Some(d) => d.sample(rng.random::<f64>()),
+        None => fixed,
+    }
+}
+
+/// Draws the gap to the next burst in picoseconds, from the mean gap `mean_ps` (`u64::MAX`:
+/// silence).
+#[inline]
+pub fn draw_gap_ps(gaps: Gaps, mean_ps: u64, rng: &mut Xoshiro256PlusPlus) -> u64 {
+    if mean_ps == u64::MAX {
+        return u64::MAX;
+    }
+    match gaps {
+        Gaps::Periodic => mean_ps,
+        Gaps::Poisson => {
+            let u: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
+            (-u.ln() * mean_ps as f64).min(u64::MAX as f64 / 2.0) as u64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_report_mix() {
+        let d = LenDist::parse("1-5:90,20:10").unwrap();
+        assert_eq!(d.parts().len(), 2);
+        assert!((d.mean() - 4.7).abs() < 1e-12);
+        assert_eq!(d.max_len(), 20);
+        assert_eq!(d, LenDist::parse("report").unwrap());
+        assert_eq!(d.to_string(), "1-5:90,20:10");
+        // Weights are relative.
+        assert_eq!(LenDist::parse("1-5:9,20:1").unwrap().mean(), d.mean());
+    }
+
+    #[test]
+    fn bad_distributions_are_refused() {
+        for (s, want) in [
+            ("", "empty"),
+            ("1-5", "LOW-HIGH:WEIGHT"),
+            ("0-5:1", "LOW '0'"),
+            ("5-1:1", "below LOW"),
+            ("1-5:x", "WEIGHT 'x'"),
+            ("1-5:0", "positive"),
+            ("1-5:-3", "positive"),
+            ("2:1,x:1", "part 2"),
+        ] {
+            let e = LenDist::parse(s).unwrap_err();
+            assert!(e.contains(want), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn samples_follow_the_weights() {
+        let d = LenDist::parse("1-5:90,20:10").unwrap();
+        let mut rng = client_rng(7, 0);
+        let n = 200_000;
+        let mut counts = [0u32; 21];
+        let mut sum = 0u64;
+        for _ in 0..n {
+            let l = draw_len(Some(&d), 1, &mut rng);
+            counts[l as usize] += 1;
+            sum += u64::from(l);
+        }
+        assert!(counts[6..20].iter().all(|&c| c == 0) && counts[0] == 0);
+        let f20 = f64::from(counts[20]) / n as f64;
+        assert!((f20 - 0.10).abs() < 0.005, "{f20}");
+        for l in 1..=5 {
+            let f = f64::from(counts[l]) / n as f64;
+            assert!((f - 0.18).abs() < 0.005, "len {l}: {f}");
+        }
+        assert!((sum as f64 / n as f64 - 4.7).abs() < 0.05);
+    }
+
+    #[test]
+    fn poisson_gaps_have_the_mean_and_seeds_reproduce() {
+        let mut rng = client_rng(1, 3);
+        let n = 200_000;
+        let mean: f64 = (0..n).map(|_| draw_gap_ps(Gaps::Poisson, 1_000_000, &mut rng) as f64).sum::<f64>() / n as f64;
+        assert!((mean / 1e6 - 1.0).abs() < 0.01, "{mean}");
+        assert_eq!(draw_gap_ps(Gaps::Periodic, 1234, &mut rng), 1234);
+        assert_eq!(draw_gap_ps(Gaps::Poisson, u64::MAX, &mut rng), u64::MAX);
+        let a: Vec<u64> = (0..5).map(|_| draw_gap_ps(Gaps::Poisson, 1000, &mut client_rng(9, 1))).collect();
+        let mut r = client_rng(9, 1);
+        let b: Vec<u64> = (0..5).map(|_| draw_gap_ps(Gaps::Poisson, 1000, &mut r)).collect();
+        assert_eq!(a[0], b[0]);
+        assert_ne!(client_rng(9, 1).random::<u64>(), client_rng(9, 2).random::<u64>());
+    }
+}
