@@ -70,7 +70,7 @@ impl Alg {
         }
     }
     /// The policy, with the very code the simulator runs.
-    pub fn build(self, flows: &[FlowWeight]) -> AnyPolicy<Item> {
+    pub fn build<T: Copy>(self, flows: &[FlowWeight]) -> AnyPolicy<T> {
         match self {
             Alg::Fifo => AnyPolicy::Fifo(Fifo::new()),
             Alg::Rr => AnyPolicy::Drr(Drr::new(flows)),

@@ -5,7 +5,8 @@
 //! outlet; strategies from [`schedlab_policy`] decide packet order; all strategies run in lock step
 //! on one sample path (common random numbers), exactly as the report's CSIM program (§16) did.
 //!
-//! Layers: [`model`] (validated inputs: length distributions, strategies, traces),
+//! Layers: [`replay`] (one recorded trace through one policy, deterministic service),
+//! [`model`] (validated inputs: length distributions, strategies, traces),
 //! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`output`] (the report's tables, `>>` lines, JSON,
 //! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`](mod@bench) (throughput benchmark), [`cli`] (`schedlab sim`).
 //!
@@ -18,6 +19,7 @@ pub mod expo;
 pub mod model;
 pub mod output;
 pub mod plot;
+pub mod replay;
 
 pub use engine::{run, Arrivals, Control, RunResult, SimConfig};
 pub use model::{LengthDist, Strategy};
