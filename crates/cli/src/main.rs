@@ -17,6 +17,7 @@ Commands:
   sim         discrete-event simulator of message scheduling (alpha scheduling report)
   bench       simulator throughput benchmark (arrival packets per second, one core)
   sched       real multi-threaded scheduler harness (client rings, one scheduler, emulated link)
+  predict     one workload through the harness and the simulator: measured vs predicted latency
   trylock     cost of trylock/unlock on a shared lock (busy and token-passing tests)
   notify      cost of thread notifications (eventfd, pipe, futex, ...)
   semtest     semaphore wake-up latency between thread pairs
@@ -33,6 +34,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
     match cmd {
         "sim" | "bench" => schedlab_sim::cli::main(args),
         "sched" => schedlab_sched::cli::main(args),
+        "predict" => schedlab_predict::cli::main(args),
         "trylock" | "notify" | "semtest" => schedlab_prims::cli::main(args),
         "echo" | "burst" | "test-burst" | "hist" | "echo-bench" => schedlab_echo::cli::main(args),
         c if c.starts_with("echo-") => schedlab_echo::cli::main(args),

@@ -132,7 +132,7 @@ pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
     Ok(flows)
 }
 
-fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
+pub fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
     Ok(match name {
         "fifo" => Alg::Fifo,
         "rr" | "drr" => Alg::Rr,

@@ -1,0 +1,497 @@
+//! `schedlab predict`: `schedlab sched`'s options, plus `--algs`, `--plot`, `--drain`.
+//!
+//! `run()` reads as the table of contents: parse; per algorithm, run the workload on the real
+//! harness (recording messages and the scheduler's trace), judge whether the harness kept up,
+//! replay the recorded arrivals through the simulator, compare, check the release order; then
+//! print, write JSON and the plot.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{bail, Context, Result};
+use schedlab_policy::FlowWeight;
+use schedlab_report::plot::LineChart;
+use schedlab_report::MachineInfo;
+use schedlab_sched::cli::{parse_alg, parse_args, Args};
+use schedlab_sched::harness::{run as run_harness, Alg, Config, RunResult};
+use schedlab_sched::messages::{merged, MsgRecord};
+use schedlab_sched::traffic::Spec;
+use schedlab_sched::units::{parse_duration, Bps, Nanos};
+use serde::Serialize;
+
+use crate::compare::{compare, predict, service_ns, trace_of, Row};
+use crate::order::{check, OrderCheck};
+
+const HELP: &str = "\
+schedlab predict — the simulator's prediction and the real scheduler's measurement of one workload
+
+Runs the workload on the real harness (schedlab sched), records every message, replays exactly
+those arrivals (time, client, length) through the simulator with the same policy and a
+deterministic service time of packet_bytes x 8 / link rate, and prints per message length: count,
+measured and predicted mean / p50 / p99 queueing latency (arrival to the release of the last
+packet) and their ratio; then where the measured time went (ring wait sch_enq - cli_enq, scheduler
+queue, release-to-seen cli_deq - sch_deq) and how late the scheduler's passes released packets
+against the link's own clock. It also checks that the harness released exactly the packets, in
+exactly the order, that the simulator releases from the arrivals as the scheduler saw them.
+
+If the harness cannot keep up with the link (ring drops, packets left at the end, clients
+generating below the nominal rate, or passes releasing late by more than half a packet time on
+average), it says so and why, prints the measured figures only and exits 0.
+
+Usage: schedlab predict [schedlab sched options] [--algs LIST] [--plot FILE.svg] [--drain TIME]
+                        [-- [scheduler options]]
+
+  -b BW           link rate (required: it sets the service time)
+  --algs LIST     run the workload once per algorithm, e.g. fifo,alpha:10,sf,rr,wf2qp,qfq
+                  (default: the one given by -alg; flow-level ones without -flowsets get weight 1
+                  per client)
+  --plot FILE     latency vs message length, measured and predicted per algorithm (SVG)
+  --json FILE     the comparison as JSON ('-' for stdout)
+  --drain TIME    silence appended to every client's program so queues empty (default 50ms)
+  --seed N        seed of the workload (message lengths, Poisson gaps; default 1)
+  --messages FILE, --trace-out FILE   as in schedlab sched (of the last algorithm run)
+Everything else is schedlab sched's (see schedlab sched --help), e.g.
+
+  schedlab predict -t 4 -f load50.txt -b 1G -q 1000 -i 0 -c 0 --algs fifo,alpha:10,sf --plot p.svg
+
+with load50.txt:  thread all / 2s 125M 1500 dist:report poisson   (4 x 125 Mb/s = 50% of 1 Gb/s)
+";
+
+/// Predict-only options; the rest is `schedlab sched`'s.
+struct Opts {
+    sched: Args,
+    algs: Vec<(String, Alg)>,
+    plot: Option<PathBuf>,
+    drain: Nanos,
+}
+
+fn parse_alg_item(s: &str) -> Result<Alg> {
+    match s.split_once(':') {
+        Some(("alpha", a)) => {
+            let v: f64 = a.parse().with_context(|| format!("--algs '{s}': alpha '{a}' is not a number"))?;
+            parse_alg("alpha", Some(v))
+        }
+        _ => parse_alg(s, None),
+    }
+    .with_context(|| format!("--algs: '{s}'"))
+}
+
+/// Parses `schedlab predict`'s arguments (without the program name). `Ok(None)`: help.
+fn parse(argv: &[String]) -> Result<Option<Opts>> {
+    let mut rest = Vec::new();
+    let mut algs_arg = None;
+    let mut plot = None;
+    let mut drain = Nanos(50_000_000);
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let (opt, inline) = match a.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |name: &str| -> Result<String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => it.next().cloned().with_context(|| format!("option {name} needs a value (see --help)")),
+            }
+        };
+        match opt {
+            "--algs" => algs_arg = Some(value("--algs")?),
+            "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
+            "--drain" => {
+                let v = value("--drain")?;
+                drain = parse_duration(&v, 1_000_000_000).with_context(|| format!("--drain {v}"))?;
+            }
+            "-h" | "--help" => return Ok(None),
+            _ => rest.push(a.clone()),
+        }
+    }
+    let Some(mut sched) = parse_args(&rest)? else { return Ok(None) };
+    if sched.bench {
+        bail!("--bench is not a predict option");
+    }
+    if sched.cfg.bandwidth.is_none() {
+        bail!("predict needs a link rate (-b, e.g. -b 1G): the simulator's service time is packet_bytes x 8 / rate")
+    }
+    let algs = match algs_arg {
+        None => vec![(sched.cfg.alg.name(), sched.cfg.alg)],
+        Some(list) => {
+            let v = list.split(',').filter(|s| !s.is_empty()).map(|s| Ok((s.to_string(), parse_alg_item(s)?))).collect::<Result<Vec<_>>>()?;
+            if v.is_empty() {
+                bail!("--algs is empty: give e.g. fifo,alpha:10,sf");
+            }
+            v
+        }
+    };
+    let cfg = &mut sched.cfg;
+    cfg.messages = true;
+    cfg.trace = true;
+    cfg.ts_limit = 0;
+    for p in cfg.traffic.programs.iter_mut() {
+        if !p.is_empty() {
+            p.push(Spec::fixed(drain, Bps(0), 1500, 1));
+        }
+    }
+    Ok(Some(Opts { sched, algs, plot, drain }))
+}
+
+/// Whether the harness kept up with the link, and why not.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Verdict {
+    pub kept_up: bool,
+    pub reasons: Vec<String>,
+}
+
+/// Release lateness: the harness's `sch_deq` of a message's last packet minus the start of that
+/// packet in the link's own clock.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Lateness {
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+/// One algorithm's run.
+#[derive(Debug, Serialize)]
+pub struct AlgRun {
+    pub alg: String,
+    pub verdict: Verdict,
+    pub messages: usize,
+    pub delivered: usize,
+    pub generated_bits: u64,
+    pub nominal_offered_bits: f64,
+    pub link_nominal_bps: u64,
+    pub link_achieved_bps: f64,
+    pub service_ns: f64,
+    pub ring_drops: u64,
+    pub queued_at_stop_pkts: u64,
+    /// Measured only (when the harness did not keep up) or measured and predicted.
+    pub rows: Vec<Row>,
+    pub predicted: bool,
+    pub order_check: Option<OrderCheck>,
+    pub release_lateness: Lateness,
+    pub elapsed_s: f64,
+}
+
+/// The JSON report.
+#[derive(Debug, Serialize)]
+pub struct PredictReport {
+    pub machine: MachineInfo,
+    pub command: Vec<String>,
+    pub seed: u64,
+    pub traffic: String,
+    pub threads: usize,
+    pub queue_pkts: usize,
+    pub sched_poll_ns: u64,
+    pub client_poll_ns: u64,
+    pub drain_ns: u64,
+    pub runs: Vec<AlgRun>,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// `println!` that returns an error instead of panicking when stdout is closed.
+macro_rules! outln {
+    ($($t:tt)*) => {
+        writeln!(std::io::stdout(), $($t)*).context("writing to stdout")?
+    };
+}
+
+/// Entry point: `args[0]` is the program name.
+pub fn main(args: Vec<OsString>) -> Result<i32> {
+    let argv: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
+        .collect::<Result<_>>()?;
+    let Some(opts) = parse(&argv)? else {
+        write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
+        return Ok(0);
+    };
+    for w in &opts.sched.cfg.traffic.warnings {
+        eprintln!("schedlab predict: warning: {w}");
+    }
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    });
+    let machine = MachineInfo::collect();
+    outln!("{}", machine.line());
+    let base = &opts.sched.cfg;
+    outln!(
+        "workload: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, seed {}, drain {}",
+        base.threads,
+        opts.sched.traffic_source,
+        base.queue,
+        base.bandwidth.map_or("unlimited".into(), |b| b.to_string()),
+        base.sched_poll,
+        base.client_poll,
+        base.seed,
+        opts.drain
+    );
+    let mut runs = Vec::new();
+    let mut last: Option<RunResult> = None;
+    for (name, alg) in &opts.algs {
+        let cfg = config_for(base, *alg);
+        let r = run_harness(&cfg, &INTERRUPTED)?;
+        if r.interrupted {
+            outln!("interrupted (Ctrl-C)");
+            return Ok(130);
+        }
+        let run = analyse(name, &cfg, &r)?;
+        write!(std::io::stdout(), "{}", text(&run)).context("writing to stdout")?;
+        runs.push(run);
+        last = Some(r);
+    }
+    if let Some(r) = &last {
+        schedlab_sched::cli::write_message_files(&opts.sched, r)?;
+    }
+    let report = PredictReport {
+        machine,
+        command: std::env::args().collect(),
+        seed: base.seed,
+        traffic: opts.sched.traffic_source.clone(),
+        threads: base.threads,
+        queue_pkts: base.queue,
+        sched_poll_ns: base.sched_poll.0,
+        client_poll_ns: base.client_poll.0,
+        drain_ns: opts.drain.0,
+        runs,
+    };
+    if let Some(p) = &opts.sched.json {
+        schedlab_report::export::write_json(p, &report)?;
+    }
+    if let Some(p) = &opts.plot {
+        plot(&report).write(p)?;
+        outln!("plot: {}", p.display());
+    }
+    Ok(0)
+}
+
+/// The run's configuration for one algorithm; flow-level policies without enough `-flowsets` get
+/// weight 1 per client.
+fn config_for(base: &Config, alg: Alg) -> Config {
+    let mut cfg = base.clone();
+    cfg.alg = alg;
+    if alg.flow_level() && cfg.flows.len() < cfg.threads {
+        let max_len = cfg.traffic.programs.iter().flatten().map(|s| s.pkt_len).max().unwrap_or(1500);
+        cfg.flows = vec![FlowWeight::new(1, max_len); cfg.threads];
+    }
+    cfg
+}
+
+/// Judges, replays and compares one harness run.
+pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
+    let bps = cfg.bandwidth.context("predict needs a link rate (-b)")?.0;
+    let per: Vec<&[MsgRecord]> = r.clients.iter().map(|c| c.messages.as_slice()).collect();
+    let msgs = merged(&per);
+    let delivered = msgs.iter().filter(|m| m.delivered()).count();
+    if delivered == 0 {
+        bail!(
+            "the run delivered no messages ({} generated): give the clients a program with a positive rate (-f) and a long enough duration",
+            msgs.len()
+        );
+    }
+    let generated_bits: u64 = msgs.iter().map(|m| u64::from(m.packets) * u64::from(m.packet_bytes) * 8).sum();
+    let nominal_offered_bits: f64 = cfg
+        .traffic
+        .programs
+        .iter()
+        .flatten()
+        .map(|s| s.rate.0 as f64 * s.duration.secs())
+        .sum();
+    let ring_drops: u64 = r.clients.iter().map(|c| c.ring_drops).sum();
+    let queued: u64 = r.clients.iter().map(|c| c.queued_at_stop).sum();
+    let transmitted_bits: u64 = r.clients.iter().map(|c| c.bits).sum();
+    let service = service_ns(msgs.iter().find(|m| m.pushed > 0).map_or(1500, |m| m.packet_bytes), bps);
+
+    // The order check, and how late the passes were against the link's clock.
+    let order = match &r.trace {
+        Some(t) => Some(check(cfg.alg.build::<usize>(&cfg.flows), t, bps)?),
+        None => None,
+    };
+    let lateness = order.as_ref().map_or(Lateness::default(), |o| lateness(&msgs, o, cfg.alg.message_level()));
+
+    let mut reasons = Vec::new();
+    if ring_drops > 0 {
+        reasons.push(format!("{ring_drops} packets were dropped at full client rings (raise -q, or the scheduler is too slow)"));
+    }
+    if queued > 0 {
+        reasons.push(format!("{queued} packets were still queued after the drain period"));
+    }
+    if nominal_offered_bits > 0.0 && (generated_bits as f64) < 0.9 * nominal_offered_bits {
+        reasons.push(format!(
+            "the clients generated {:.1}% of the program's nominal load",
+            100.0 * generated_bits as f64 / nominal_offered_bits
+        ));
+    }
+    if lateness.mean_us * 1e3 > 0.5 * service {
+        reasons.push(format!(
+            "the scheduler released packets {:.1} us late on average against the link's clock (a packet takes {:.1} us): the achieved rate is below nominal while busy",
+            lateness.mean_us,
+            service / 1e3
+        ));
+    }
+    let kept_up = reasons.is_empty();
+    let rows = if kept_up {
+        let trace = trace_of(&msgs, bps, cfg.alg.message_level());
+        let p = predict(cfg.alg.build::<usize>(&cfg.flows), &msgs, &trace)?;
+        compare(&msgs, &p)
+    } else {
+        compare(&msgs, &vec![Some(f64::NAN); msgs.len()])
+    };
+    Ok(AlgRun {
+        alg: name.to_string(),
+        verdict: Verdict { kept_up, reasons },
+        messages: msgs.len(),
+        delivered,
+        generated_bits,
+        nominal_offered_bits,
+        link_nominal_bps: bps,
+        link_achieved_bps: transmitted_bits as f64 / r.elapsed.secs().max(1e-9),
+        service_ns: service,
+        ring_drops,
+        queued_at_stop_pkts: queued,
+        rows,
+        predicted: kept_up,
+        order_check: order,
+        release_lateness: lateness,
+        elapsed_s: r.elapsed.secs(),
+    })
+}
+
+/// `sch_deq` of every delivered message's last packet against the link clock's start of it.
+fn lateness(msgs: &[MsgRecord], o: &OrderCheck, message_level: bool) -> Lateness {
+    let late: Vec<f64> = msgs
+        .iter()
+        .filter(|m| m.delivered())
+        .filter_map(|m| {
+            let pos = if message_level { m.first_pos } else { m.first_pos + u64::from(m.pushed) - 1 };
+            o.virtual_last_start.get(&(m.client, pos)).map(|&v| m.sch_deq_ns as f64 - v as f64)
+        })
+        .collect();
+    let s = schedlab_report::Summary::of_f64(&late);
+    Lateness { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
+}
+
+/// The human table of one run.
+pub fn text(r: &AlgRun) -> String {
+    let mut s = format!(
+        "\n== {} ==  {} messages ({} delivered), link {} nominal, achieved {:.1} Mb/s, a packet takes {:.2} us\n",
+        r.alg,
+        r.messages,
+        r.delivered,
+        Bps(r.link_nominal_bps),
+        r.link_achieved_bps / 1e6,
+        r.service_ns / 1e3
+    );
+    let len = |l: u32| if l == 0 { "all".to_string() } else { l.to_string() };
+    if !r.verdict.kept_up {
+        s += "CANNOT KEEP UP: the harness did not run the link at its nominal rate, so the model's prediction \
+              does not apply; measured figures only.\n";
+        for why in &r.verdict.reasons {
+            s += &format!("  - {why}\n");
+        }
+        s += &format!("{:>5} {:>7} {:>11} {:>10} {:>10}\n", "len", "count", "mean us", "p50 us", "p99 us");
+        for row in &r.rows {
+            s += &format!(
+                "{:>5} {:>7} {:>11.1} {:>10.1} {:>10.1}\n",
+                len(row.len_pkts),
+                row.count,
+                row.measured.mean_us,
+                row.measured.p50_us,
+                row.measured.p99_us
+            );
+        }
+    } else {
+        s += "queueing latency (arrival to release of the last packet), us:\n";
+        s += &format!(
+            "{:>5} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>6}\n",
+            "len", "count", "meas mean", "meas p50", "meas p99", "pred mean", "pred p50", "pred p99", "ratio"
+        );
+        for row in &r.rows {
+            s += &format!(
+                "{:>5} {:>7} | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} | {:>6.3}\n",
+                len(row.len_pkts),
+                row.count,
+                row.measured.mean_us,
+                row.measured.p50_us,
+                row.measured.p99_us,
+                row.predicted.mean_us,
+                row.predicted.p50_us,
+                row.predicted.p99_us,
+                row.ratio_mean
+            );
+        }
+    }
+    if let Some(all) = r.rows.last() {
+        let b = &all.breakdown;
+        s += &format!(
+            "where the measured time went (mean per message, us): ring wait {:.2}, scheduler queue {:.2}, then release-to-seen {:.2}\n",
+            b.ring_wait_us, b.sched_queue_us, b.release_to_seen_us
+        );
+    }
+    s += &format!(
+        "scheduler passes vs the link's clock: last packets released late by mean {:.2} us, p50 {:.2}, p99 {:.2}\n",
+        r.release_lateness.mean_us, r.release_lateness.p50_us, r.release_lateness.p99_us
+    );
+    if let Some(o) = &r.order_check {
+        s += &match (o.identical(), o.first_mismatch) {
+            (true, _) => format!(
+                "release order: the {} packets the harness released are exactly the simulator's, in order\n",
+                o.harness_pkts
+            ),
+            (false, Some(k)) => format!("release order: DIFFERS from the simulator's at packet {k} of {}\n", o.harness_pkts),
+            (false, None) => format!(
+                "release order: the harness released {} packets, the simulator only {}\n",
+                o.harness_pkts, o.simulator_pkts
+            ),
+        };
+    }
+    s
+}
+
+/// Mean latency vs message length, measured and predicted, per algorithm.
+pub fn plot(rep: &PredictReport) -> LineChart {
+    let mut c = LineChart::new(
+        "Message length vs queueing latency: measured (harness) and predicted (simulator)",
+        "message length (packets)",
+        "mean queueing latency (us)",
+    );
+    for r in &rep.runs {
+        let rows: Vec<&Row> = r.rows.iter().filter(|x| x.len_pkts > 0).collect();
+        c.add(&format!("{} measured", r.alg), rows.iter().map(|x| (f64::from(x.len_pkts), x.measured.mean_us)).collect());
+        if r.predicted {
+            c.add(&format!("{} predicted", r.alg), rows.iter().map(|x| (f64::from(x.len_pkts), x.predicted.mean_us)).collect());
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Option<Opts>> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn options() {
+        let e = |s: &str| format!("{:#}", p(s).err().unwrap());
+        assert!(e("-t 1").contains("needs a link rate"));
+        assert!(e("-b 1G --algs fifo,bogus").contains("unknown -alg 'bogus'"));
+        assert!(e("-b 1G --algs alpha:x").contains("not a number"));
+        assert!(e("-b 1G --algs ,").contains("empty"));
+        assert!(e("-b 1G --drain").contains("needs a value"));
+        let o = p("-b 1G --algs fifo,alpha:10,sf,rr --plot x.svg --drain 10ms").unwrap().unwrap();
+        assert_eq!(o.algs.len(), 4);
+        assert_eq!(o.drain, Nanos(10_000_000));
+        assert!(o.sched.cfg.messages && o.sched.cfg.trace);
+        assert!(o.sched.cfg.traffic.programs[0].last().unwrap().rate == Bps(0), "drain appended");
+        let rr = config_for(&o.sched.cfg, o.algs[3].1);
+        assert_eq!(rr.flows.len(), 1);
+        assert!(p("--help").unwrap().is_none());
+    }
+}

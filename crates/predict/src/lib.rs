@@ -1,0 +1,15 @@
+//! # schedlab-predict — the model's prediction and the real scheduler's measurement, side by side
+//!
+//! The simulator (`schedlab-sim`) and the real harness (`schedlab-sched`) run the same policy code
+//! (`schedlab-policy`) but never import each other; they meet here.
+//!
+//! - [`compare`]: the recorded messages of a harness run, their arrivals replayed through the
+//!   simulator with a deterministic service time, measured vs predicted per message length, and
+//!   where the measured time went;
+//! - [`order`]: the exact-order check — the harness's release sequence against the simulator's
+//!   from the arrivals as the scheduler saw them;
+//! - [`cli`]: `schedlab predict` (schedlab sched's options, `--algs`, `--plot`, `--json`), with the
+//!   "cannot keep up" verdict.
+pub mod cli;
+pub mod compare;
+pub mod order;
