@@ -114,7 +114,7 @@ fn distributed_mode_reports_client_scheduling() {
         .args("-t 2 -f t.txt -D -c 1us -d 0.2 --no-timestamps -- -flowsets 1:1500:2 -alg wf2qp".split(' '))
         .assert()
         .success()
-        .stdout(predicate::str::contains("distributed:").and(predicate::str::contains("client passes")));
+        .stdout(predicate::str::contains("distributed (-D, lock sem, notify eventfd):").and(predicate::str::contains("client passes")));
 }
 
 #[test]
@@ -146,4 +146,52 @@ fn bad_input_fails_cleanly() {
         .assert()
         .success()
         .stderr(predicate::str::contains("ok.txt:3: thread 9 does not exist"));
+}
+
+#[test]
+fn usage_errors_exit_2_and_never_panic() {
+    let _serial = serial();
+    let d = tempfile::tempdir().unwrap();
+    for args in [&["-é"][..], &["--", "-é"], &["-t"], &["-qx"], &["-", "é"], &["-k", "5"], &["--lock", "rwlock", "-D"]] {
+        sched(d.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("usage error").and(predicate::str::contains("panicked").not()));
+    }
+}
+
+#[test]
+fn original_traffic_file_alpha_default_and_byte_format_of_timestamps() {
+    let _serial = serial();
+    let d = tempfile::tempdir().unwrap();
+    // The original's own sched.txt form: `thread 1 *`.
+    write(d.path(), "sched.txt", "thread 0\n\t1\t1920K\t60      1\nthread 1 *\n\t1\t20M\t60\t1\n");
+    let out = sched(d.path())
+        .args("-t 3 -d 0.2 -b 5M -q 64 --json r.json -- -alg alpha -qmax 4".split(' '))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("alg alpha 10"), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
+    for c in v["clients"].as_array().unwrap() {
+        assert!(c["generated_pkts"].as_u64().unwrap() > 0, "every thread is programmed: {c}");
+    }
+    assert!(v["counters"]["qlimit_drops"].as_u64().unwrap() > 0, "{}", v["counters"]);
+    // Byte format: cli_enq TAB sch_enq TAB sch_deq TAB cli_deq TAB pkt_len TAB flag NEWLINE.
+    let mut dropped = 0;
+    for i in 0..3 {
+        let ts = std::fs::read(d.path().join(format!("queue-{i}.txt"))).unwrap();
+        for line in ts.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let f: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
+            assert_eq!(f.len(), 6, "{:?}", String::from_utf8_lossy(line));
+            assert!(f[..5].iter().all(|x| !x.is_empty() && x.iter().all(u8::is_ascii_digit)));
+            assert!(f[5] == b"" || f[5] == b"D");
+            dropped += usize::from(f[5] == b"D");
+        }
+    }
+    assert!(dropped > 0, "-qmax 4 on a 5 Mb/s link drops, marked D");
 }

@@ -274,6 +274,10 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
 fn config_for(base: &Config, alg: Alg) -> Config {
     let mut cfg = base.clone();
     cfg.alg = alg;
+    // The simulator has no scheduler queue limit: run the harness without one (sched's default
+    // -qmax of 20 per flow would drop packets the model keeps).
+    cfg.qmax = u64::MAX;
+    cfg.qmin = 0;
     if alg.flow_level() && cfg.flows.len() < cfg.threads {
         let max_len = cfg.traffic.programs.iter().flatten().map(|s| s.pkt_len).max().unwrap_or(1500);
         cfg.flows = vec![FlowWeight::new(1, max_len); cfg.threads];

@@ -1,17 +1,13 @@
 //! Micro-benchmarks behind `schedlab sched --bench` (and the criterion bench): the cost of one
-//! enqueue+dequeue pair per policy with many backlogged flows, the bare ring's throughput, and the
-//! whole harness's throughput in the same run (the ratio is the harness's overhead).
+//! enqueue+dequeue pair per policy with many backlogged flows. Throughput is measured against
+//! the original `sched` by `scripts/sched-crosscheck.sh` (same run, alternating, medians): the
+//! single-process ring/harness trials it replaces varied 0.43-1.20x from run to run.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use schedlab_policy::{Alpha, FlowWeight, Message, Policy};
 
-use crate::harness::{now_ns, run, Alg, Config, Item, RtYield};
-use crate::ring::channel;
-use crate::traffic::{Spec, Traffic};
-use crate::units::{Bps, Nanos};
+use crate::harness::{Alg, Item};
 
 /// The algorithms measured, by `-alg` name.
 pub fn algorithms() -> Vec<Alg> {
@@ -53,70 +49,3 @@ pub fn pair_ns(alg: Alg, flows: usize, pairs: u64) -> f64 {
     t.elapsed().as_nanos() as f64 / pairs as f64
 }
 
-/// Packets per second through the bare ring: one producer pushing 1-packet messages, one consumer
-/// taking and releasing each at once, the producer counting the marks, for `dur`.
-pub fn bare_ring_pps(queue: usize, dur: Nanos) -> f64 {
-    let (mut p, mut c) = channel(queue);
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let consumer = std::thread::spawn(move || {
-        let mut rt = RtYield::new();
-        while !s2.load(Ordering::Relaxed) {
-            let now = now_ns();
-            rt.tick(now);
-            let mut any = false;
-            while let Some(m) = c.take(now) {
-                c.release(m.pos, now, false);
-                any = true;
-            }
-            if !any {
-                std::hint::spin_loop();
-            }
-        }
-    });
-    let start = now_ns();
-    let end = start + dur.0;
-    let mut done = 0u64;
-    let mut rt = RtYield::new();
-    loop {
-        let now = now_ns();
-        if now >= end {
-            break;
-        }
-        rt.tick(now);
-        if p.space() > 0 {
-            p.push(1, 60, now);
-        }
-        done += p.poll(|_| {});
-    }
-    let elapsed = now_ns() - start;
-    stop.store(true, Ordering::Relaxed);
-    let _ = consumer.join();
-    done as f64 * 1e9 / elapsed as f64
-}
-
-/// Transmitted packets per second of the whole harness: 1 client, rr, 60-byte packets, zero
-/// polling intervals, unlimited bandwidth, for `dur`.
-pub fn harness_pps(queue: usize, dur: Nanos, sched_cpu: Option<usize>) -> anyhow::Result<f64> {
-    let spec = Spec::fixed(dur, Bps(1_000_000_000_000_000), 60, 1);
-    let cfg = Config {
-        threads: 1,
-        traffic: Traffic { programs: vec![vec![spec]], warnings: vec![] },
-        queue,
-        bandwidth: None,
-        sched_poll: Nanos(0),
-        client_poll: Nanos(0),
-        sched_cpu,
-        batch: 500,
-        distributed: false,
-        duration_cap: None,
-        alg: Alg::Rr,
-        flows: vec![FlowWeight::new(1, 1500)],
-        ts_limit: 0,
-        trace: false,
-        seed: 1,
-        messages: false,
-    };
-    let r = run(&cfg, &AtomicBool::new(false))?;
-    Ok(r.clients[0].transmitted as f64 * 1e9 / r.elapsed.0.max(1) as f64)
-}

@@ -13,7 +13,10 @@ use schedlab_report::machine::online_cpus;
 use schedlab_report::{MachineInfo, Summary, ThreadInfo};
 use serde::Serialize;
 
-use crate::harness::{run, Alg, ClientResult, Config, RunResult};
+use schedlab_prims::chan::Mechanism;
+use schedlab_prims::locks::LockKind;
+
+use crate::harness::{run, Alg, ClientResult, Config, DistCost, RunResult, SchedCounters};
 use crate::traffic::{self, Traffic};
 use crate::units::{human, parse_bps, parse_duration, Bps, Nanos};
 
@@ -25,7 +28,7 @@ scheduler thread polls the rings, enqueues the packets into the policy and relea
 emulated link rate; each client polls for the marks and counts its packets as transmitted.
 
 Usage: schedlab sched [client options] [-- [scheduler options]]
-       schedlab sched --bench [-d TIME] [-q SIZE] [-a CPU]
+       schedlab sched --bench          (policy costs; throughput: scripts/sched-crosscheck.sh)
 
 Client options:
   -t N        number of client threads (default 1)
@@ -37,9 +40,19 @@ Client options:
   -c TIME     client polling interval for the marks (same units; default 5)
   -p PREFIX   timestamp files are PREFIXqueue-i.txt (default: no prefix, current directory)
   -a CPU      pin the scheduler thread to this CPU
+  --client-cpus LIST    pin client i to LIST[i % len] (e.g. 0,2-3); default with -a: the allowed
+              CPUs other than the scheduler's, round robin (never the scheduler's CPU while
+              another is allowed); without -a clients are not pinned. Each client reports the
+              CPU it asked for and the CPU and mask it got.
+  -k N        only clients 0..N-1 run their programs (the others exist, idle; default all)
   -B N        at most N packets released per scheduler pass (default 500)
-  -D          distributed mode: an idle scheduler thread sleeps on an eventfd and the clients
-              trylock the scheduler and run it themselves
+  -D          distributed mode: an idle scheduler thread releases the scheduler lock and sleeps
+              on a notifier; clients try-lock the scheduler and run it themselves, and wake the
+              scheduler thread when they spend too long scheduling
+  --lock KIND     -D's lock: sem (POSIX semaphore, default as the original), mutex, spinlock,
+                  futex, tas, ttas, ticket (crates/prims, the locks `schedlab trylock` measures)
+  --notify KIND   -D's wake-up: eventfd (default as the original), pipe, futex, sem, condvar,
+                  unix (the mechanisms `schedlab notify` measures)
   -d, --duration TIME   stop after TIME at the latest (bare number: seconds)
   --json FILE           write the results as JSON ('-' for stdout)
   --ts-limit N          timestamp records kept per client (default 100000; 0 writes no files)
@@ -53,9 +66,16 @@ Client options:
 Scheduler options (after --):
   -flowsets W:L:N,...   N flows of weight W and maximum packet length L bytes, numbered
                         consecutively; client i is flow i
+  -flows N              N flows of weight 1 (as -flowsets 1:1500:N)
+  -qmax N               scheduler queue limit, packets inside the policy (default 20 x flows,
+                        flows = max(configured flows, clients)); beyond it taken packets are
+                        dropped, counted, and marked D in the timestamp files
+  -qmin N               with -qmax: once full, refuse until the policy is down to N packets
+                        (hysteresis; default -qmax - 1, plain tail drop)
   -alg NAME             fifo | rr (deficit round robin, quantum W x L) | wf2qp | qfq |
                         alpha (needs -alpha X) | sf (shortest first); default fifo
-  -alpha X              alpha for -alg alpha (for alpha and sf a client's burst is one message)
+  -alpha X              alpha for -alg alpha (default 10, the report's recommendation; for alpha
+                        and sf a client's burst is one message)
 
 Traffic file: lines 'DURATION RATE [PKTLEN [BURST]] [poisson]' (e.g. '1s 100M 64 1'), 'thread N'
 or 'thread all' to choose the thread the next lines program, '#' comments. BURST may be a message
@@ -107,6 +127,7 @@ const MAX_THREADS: usize = 4096;
 const MAX_QUEUE: usize = 1 << 20;
 const MAX_BATCH: usize = 1 << 20;
 const MAX_TS_LIMIT: usize = 10_000_000;
+const MAX_QLIMIT: u64 = 1 << 32;
 
 /// `W:L:N,...` -> one `FlowWeight` per flow.
 pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
@@ -132,6 +153,9 @@ pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
     Ok(flows)
 }
 
+/// α for `-alg alpha` without `-alpha` (the alpha scheduling report's recommendation).
+pub const DEFAULT_ALPHA: f64 = 10.0;
+
 pub fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
     Ok(match name {
         "fifo" => Alg::Fifo,
@@ -140,14 +164,88 @@ pub fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
         "qfq" => Alg::Qfq,
         "sf" => Alg::Sf,
         "alpha" => {
-            let a = alpha.context("-alg alpha needs -alpha X (e.g. -alpha 10)")?;
+            // The report's recommended value when -alpha is not given (printed in the config line).
+            let a = alpha.unwrap_or(DEFAULT_ALPHA);
             Alg::Alpha(Alpha::new(a).map_err(|e| anyhow::anyhow!("-alpha {a}: {e}"))?)
         }
         other => bail!("unknown -alg '{other}': use fifo, rr, wf2qp, qfq, alpha or sf"),
     })
 }
 
-pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
+/// The command line, parsed without touching any file: every error here is a usage error
+/// (exit 2). Fuzzable: any `&[String]` gives `Ok` or `Err`, never a panic.
+#[derive(Debug, Clone)]
+pub struct Argv {
+    pub threads: usize,
+    pub file: Option<PathBuf>,
+    pub queue: usize,
+    pub bandwidth: Option<Bps>,
+    pub sched_poll: Nanos,
+    pub client_poll: Nanos,
+    pub prefix: String,
+    pub sched_cpu: Option<usize>,
+    pub client_cpus: Option<Vec<usize>>,
+    pub batch: usize,
+    pub distributed: bool,
+    pub lock: LockKind,
+    pub notify: Mechanism,
+    pub active: Option<usize>,
+    pub duration_cap: Option<Nanos>,
+    pub json: Option<PathBuf>,
+    pub ts_limit: usize,
+    pub bench: bool,
+    pub flows: Vec<FlowWeight>,
+    pub alg_name: String,
+    pub alg: Alg,
+    pub qmax: Option<u64>,
+    pub qmin: Option<u64>,
+    pub seed: u64,
+    pub messages: Option<PathBuf>,
+    pub trace_out: Option<PathBuf>,
+}
+
+/// `0,2-3,5` -> `[0, 2, 3, 5]` (order kept, duplicates refused).
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let num = |v: &str| -> Result<usize> {
+            let n: usize = v.trim().parse().with_context(|| format!("--client-cpus '{s}': '{v}' is not a CPU number"))?;
+            if n >= libc::CPU_SETSIZE as usize {
+                bail!("--client-cpus '{s}': CPU {n} is beyond the largest CPU number {}", libc::CPU_SETSIZE - 1);
+            }
+            Ok(n)
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let n = num(part)?;
+                (n, n)
+            }
+        };
+        if hi < lo {
+            bail!("--client-cpus '{s}': range {part} ends below its start");
+        }
+        for c in lo..=hi {
+            if cpus.contains(&c) {
+                bail!("--client-cpus '{s}': CPU {c} is listed twice");
+            }
+            cpus.push(c);
+        }
+    }
+    Ok(cpus)
+}
+
+fn parse_queue_limit(v: &str, opt: &str) -> Result<u64> {
+    let n: u64 = v.trim().parse().with_context(|| format!("{opt} '{v}': give a number of packets"))?;
+    if n == 0 || n > MAX_QLIMIT {
+        bail!("{opt} {v}: the scheduler queue limit must be in 1..={MAX_QLIMIT} packets");
+    }
+    Ok(n)
+}
+
+/// Parses the seed's command line (`args` without the command name). `Ok(None)`: help asked.
+pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
     let mut threads = 1usize;
     let mut file: Option<PathBuf> = None;
     let mut queue = 100usize;
@@ -156,8 +254,13 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
     let mut client_poll = Nanos(5_000);
     let mut prefix = String::new();
     let mut sched_cpu = None;
+    let mut client_cpus = None;
     let mut batch = 500usize;
     let mut distributed = false;
+    let mut lock = LockKind::Sem;
+    let mut notify = Mechanism::Eventfd;
+    let mut lock_given = None;
+    let mut active = None;
     let mut duration_cap = None;
     let mut json = None;
     let mut ts_limit = 100_000usize;
@@ -168,6 +271,8 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
     let mut flowsets: Option<Vec<FlowWeight>> = None;
     let mut alg_name = "fifo".to_string();
     let mut alpha = None;
+    let mut qmax = None;
+    let mut qmin = None;
     let mut in_sched = false;
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
@@ -176,29 +281,53 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
             continue;
         }
         // `--opt=value` and `-xVALUE` forms.
+        // (`-xVALUE` only when the option letter is one ASCII character: `-é` is an unknown option.)
         let (opt, inline) = match arg.split_once('=') {
             Some((o, v)) if o.starts_with("--") || (in_sched && o.starts_with('-')) => (o, Some(v)),
-            _ if !in_sched && arg.len() > 2 && arg.starts_with('-') && !arg.starts_with("--") => {
+            _ if !in_sched
+                && arg.len() > 2
+                && arg.starts_with('-')
+                && !arg.starts_with("--")
+                && arg.as_bytes()[1].is_ascii_alphabetic()
+                && arg.is_char_boundary(2) =>
+            {
                 (&arg[..2], Some(&arg[2..]))
             }
             _ => (arg.as_str(), None),
         };
         if in_sched {
-            match opt.trim_start_matches('-') {
+            match opt.strip_prefix('-').unwrap_or("") {
                 "flowsets" => flowsets = Some(parse_flowsets(value(&mut it, opt, inline)?)?),
+                "flows" => {
+                    let v = value(&mut it, opt, inline)?;
+                    let n = parse_count(v, "-flows", "the number of flows", 1 << 16)?;
+                    flowsets = Some(vec![FlowWeight::new(1, traffic::DEFAULT_PKT_LEN); n]);
+                }
                 "alg" => alg_name = value(&mut it, opt, inline)?.to_string(),
                 "alpha" => {
                     let v = value(&mut it, opt, inline)?;
                     alpha = Some(v.parse::<f64>().with_context(|| format!("-alpha '{v}' is not a number"))?);
                 }
-                "h" | "help" => return Ok(None),
-                _ => bail!("unknown scheduler option '{arg}' (after --): use -flowsets, -alg, -alpha"),
+                "qmax" => qmax = Some(parse_queue_limit(value(&mut it, opt, inline)?, "-qmax")?),
+                "qmin" => qmin = Some(parse_queue_limit(value(&mut it, opt, inline)?, "-qmin")?),
+                "h" | "-help" | "help" => return Ok(None),
+                "len" | "n" | "d" | "shmem" | "burst" => bail!(
+                    "scheduler option '{arg}' belongs to the original's stand-alone scheduler test and has no \
+                     meaning in schedlab sched (see the README's compatibility table)"
+                ),
+                _ => bail!(
+                    "unknown scheduler option '{arg}' (after --): use -flowsets, -flows, -alg, -alpha, -qmax, -qmin"
+                ),
             }
             continue;
         }
         match opt {
             "-h" | "--help" => return Ok(None),
             "-t" => threads = parse_count(value(&mut it, opt, inline)?, "-t", "the number of client threads", MAX_THREADS)?,
+            "-k" => {
+                let v = value(&mut it, opt, inline)?;
+                active = Some(v.trim().parse::<usize>().with_context(|| format!("-k '{v}': give a number of active clients"))?);
+            }
             "-f" => file = Some(PathBuf::from(value(&mut it, opt, inline)?)),
             "-q" => queue = parse_count(value(&mut it, opt, inline)?, "-q", "the queue size", MAX_QUEUE)?,
             "-b" => {
@@ -219,14 +348,25 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
             "-p" => prefix = value(&mut it, opt, inline)?.to_string(),
             "-a" => {
                 let v = value(&mut it, opt, inline)?;
-                sched_cpu = Some(v.parse::<usize>().with_context(|| format!("-a '{v}': give a CPU number"))?);
+                sched_cpu = Some(v.trim().parse::<usize>().with_context(|| format!("-a '{v}': give a CPU number"))?);
             }
+            "--client-cpus" => client_cpus = Some(parse_cpu_list(value(&mut it, opt, inline)?)?),
             "-B" => batch = parse_count(value(&mut it, opt, inline)?, "-B", "the dequeue batch limit", MAX_BATCH)?,
             "-D" => {
                 if inline.is_some_and(|v| !v.is_empty()) {
                     bail!("-D takes no value");
                 }
                 distributed = true
+            }
+            "--lock" => {
+                let v = value(&mut it, opt, inline)?;
+                lock = v.parse().map_err(|e| anyhow::anyhow!("--lock: {e}"))?;
+                lock_given = Some("--lock");
+            }
+            "--notify" => {
+                let v = value(&mut it, opt, inline)?;
+                notify = v.parse().map_err(|e| anyhow::anyhow!("--notify: {e}"))?;
+                lock_given = Some("--notify");
             }
             "-d" | "--duration" => {
                 let v = value(&mut it, opt, inline)?;
@@ -255,6 +395,9 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
             _ => bail!("unknown option '{arg}' (scheduler options go after --; see --help)"),
         }
     }
+    if let (Some(o), false) = (lock_given, distributed) {
+        bail!("{o} chooses a primitive of the distributed mode: add -D");
+    }
     let alg = parse_alg(&alg_name, alpha)?;
     if alpha.is_some() && !matches!(alg, Alg::Alpha(_)) {
         bail!("-alpha is only used with -alg alpha");
@@ -267,11 +410,72 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
         ),
         (false, f) => f.unwrap_or_default(),
     };
-    let (traffic, traffic_source) = if bench {
+    if let (Some(hi), Some(lo)) = (qmax, qmin) {
+        if lo >= hi {
+            bail!("-qmin {lo} must be below -qmax {hi} (the scheduler refuses packets from -qmax until it is down to -qmin)");
+        }
+    }
+    if let Some(k) = active {
+        if k > threads {
+            bail!("-k {k}: only {threads} client thread(s) (-t)");
+        }
+    }
+    Ok(Some(Argv {
+        threads,
+        file,
+        queue,
+        bandwidth,
+        sched_poll,
+        client_poll,
+        prefix,
+        sched_cpu,
+        client_cpus,
+        batch,
+        distributed,
+        lock,
+        notify,
+        active,
+        duration_cap,
+        json,
+        ts_limit,
+        bench,
+        flows,
+        alg_name,
+        alg,
+        qmax,
+        qmin,
+        seed,
+        messages,
+        trace_out,
+    }))
+}
+
+/// The scheduler queue limits: `-qmax` (default 20 per flow, as the original), the flows being the
+/// configured ones or one per client when there are none; `-qmin` (default `qmax - 1`, plain tail
+/// drop; lower values add the original's hysteresis: once full, refuse until down to `-qmin`).
+pub fn queue_limits(qmax: Option<u64>, qmin: Option<u64>, flows: usize, threads: usize) -> (u64, u64) {
+    let per = flows.max(threads).max(1) as u64;
+    let hi = qmax.unwrap_or(20 * per);
+    let lo = qmin.unwrap_or(hi - 1).min(hi - 1);
+    (hi, lo)
+}
+
+/// Parses the command line and loads the traffic file (used by `schedlab predict` too).
+pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
+    match parse_argv(argv)? {
+        None => Ok(None),
+        Some(a) => load(a).map(Some),
+    }
+}
+
+/// Loads the traffic program and completes the configuration.
+fn load(a: Argv) -> Result<Args> {
+    let threads = a.threads;
+    let (traffic, traffic_source) = if a.bench {
         (Traffic { programs: vec![Vec::new(); threads], warnings: vec![] }, "--bench".to_string())
     } else {
-        match file {
-            Some(path) => (traffic::load(&path, threads)?, path.display().to_string()),
+        match &a.file {
+            Some(path) => (traffic::load(path, threads)?, path.display().to_string()),
             None if Path::new("sched.txt").exists() => {
                 (traffic::load(Path::new("sched.txt"), threads)?, "sched.txt".to_string())
             }
@@ -281,7 +485,8 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
             ),
         }
     };
-    if alg == Alg::Qfq {
+    let flows = a.flows;
+    if a.alg == Alg::Qfq {
         for (i, p) in traffic.programs.iter().enumerate() {
             if let (Some(s), Some(f)) = (p.iter().find(|s| s.pkt_len > flows.get(i).map_or(u32::MAX, |f| f.max_len)), flows.get(i)) {
                 bail!(
@@ -292,25 +497,40 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
             }
         }
     }
+    let (qmax, qmin) = queue_limits(a.qmax, a.qmin, flows.len(), threads);
     let cfg = Config {
         threads,
         traffic,
-        queue,
-        bandwidth,
-        sched_poll,
-        client_poll,
-        sched_cpu,
-        batch,
-        distributed,
-        duration_cap,
-        alg,
+        queue: a.queue,
+        bandwidth: a.bandwidth,
+        sched_poll: a.sched_poll,
+        client_poll: a.client_poll,
+        sched_cpu: a.sched_cpu,
+        client_cpus: a.client_cpus,
+        active: a.active.unwrap_or(threads),
+        batch: a.batch,
+        distributed: a.distributed,
+        lock: a.lock,
+        notify: a.notify,
+        duration_cap: a.duration_cap,
+        alg: a.alg,
         flows,
-        ts_limit,
+        qmax,
+        qmin,
+        ts_limit: a.ts_limit,
         trace: false,
-        seed,
-        messages: messages.is_some() || trace_out.is_some(),
+        seed: a.seed,
+        messages: a.messages.is_some() || a.trace_out.is_some(),
     };
-    Ok(Some(Args { cfg, traffic_source, prefix, json, bench, messages, trace_out }))
+    Ok(Args {
+        cfg,
+        traffic_source,
+        prefix: a.prefix,
+        json: a.json,
+        bench: a.bench,
+        messages: a.messages,
+        trace_out: a.trace_out,
+    })
 }
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
@@ -324,15 +544,23 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
-    let argv: Vec<String> = args
+    let argv: Result<Vec<String>> = args
         .iter()
         .skip(1)
         .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
-        .collect::<Result<_>>()?;
-    let Some(args) = parse_args(&argv)? else {
-        write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
-        return Ok(0);
+        .collect();
+    let parsed = match argv.and_then(|a| parse_argv(&a)) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
+            return Ok(0);
+        }
+        Err(e) => {
+            eprintln!("schedlab sched: usage error: {e:#}\nUsage: schedlab sched [client options] [-- [scheduler options]] (see --help)");
+            return Ok(2);
+        }
     };
+    let args = load(parsed)?;
     if args.bench {
         return bench_main(&args);
     }
@@ -348,8 +576,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
     outln!(
-        "config: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows{}{}, seed {}",
+        "config: {} client(s){}, traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows, -qmax {} -qmin {}{}{}, seed {}",
         cfg.threads,
+        if cfg.active < cfg.threads { format!(" ({} active, -k)", cfg.active) } else { String::new() },
         args.traffic_source,
         cfg.queue,
         cfg.bandwidth.map_or("unlimited".into(), |b| b.to_string()),
@@ -359,7 +588,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.alg.name(),
         if cfg.alg.message_level() { " (a burst is one message)" } else { "" },
         cfg.flows.len(),
-        if cfg.distributed { ", distributed (-D)" } else { "" },
+        cfg.qmax,
+        cfg.qmin,
+        if cfg.distributed { format!(", distributed (-D, lock {}, notify {})", cfg.lock, cfg.notify) } else { String::new() },
         cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
         cfg.seed,
     );
@@ -451,6 +682,13 @@ pub struct ClientReport {
     pub rate_pps: f64,
     pub delay_us: Summary,
     pub sched_passes_run: u64,
+    /// Polls that found marks (the original's `cli_slow_read`).
+    pub mark_polls: u64,
+    /// Ran its program (`-k`).
+    pub active: bool,
+    /// The CPU it was to be pinned to (`--client-cpus`, or the default placement), what it got.
+    pub requested_cpu: Option<usize>,
+    pub pin_error: Option<String>,
     pub thread: ThreadInfo,
 }
 
@@ -480,8 +718,16 @@ pub struct Report {
     /// Passes run by the scheduler thread (clients' passes in -D are `client_sched_passes`).
     pub scheduler_passes: u64,
     pub client_sched_passes: u64,
-    pub scheduler_wakeups: u64,
-    pub trylock_busy: u64,
+    /// The original's counters: idle passes (`check_idle`), link-busy passes (`stat_early`),
+    /// ring fetches (`sch_fetch`), release batches (`sch_pub`), and the queue limit's drops.
+    pub counters: SchedCounters,
+    pub qmax_pkts: u64,
+    pub qmin_pkts: u64,
+    pub active_clients: usize,
+    /// `-D`: the primitives and what they cost.
+    pub lock: Option<String>,
+    pub notify: Option<String>,
+    pub distributed_cost: Option<DistCost>,
     pub cpus_available: Vec<usize>,
     pub clients: Vec<ClientReport>,
     pub total_pkts: u64,
@@ -514,6 +760,10 @@ impl Report {
                     rate_pps: c.transmitted as f64 / secs,
                     delay_us: c.delay.summary(1000.0),
                     sched_passes_run: c.sched_passes,
+                    mark_polls: c.mark_polls,
+                    active: c.active,
+                    requested_cpu: c.requested_cpu,
+                    pin_error: c.pin_error.clone(),
                     thread: c.thread.clone(),
                 }
             })
@@ -545,8 +795,13 @@ impl Report {
             scheduler_pin_error: r.sched_pin_error.clone(),
             scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
             client_sched_passes: r.client_passes,
-            scheduler_wakeups: r.wakeups,
-            trylock_busy: r.trylock_busy,
+            counters: r.sched.counters,
+            qmax_pkts: cfg.qmax,
+            qmin_pkts: cfg.qmin,
+            active_clients: cfg.active,
+            lock: cfg.distributed.then(|| cfg.lock.to_string()),
+            notify: cfg.distributed.then(|| cfg.notify.to_string()),
+            distributed_cost: cfg.distributed.then_some(r.dist),
             cpus_available: online_cpus(),
             total_pkts,
             total_bits,
@@ -563,8 +818,14 @@ impl Report {
         let mut s = String::new();
         for c in &self.clients {
             let d = &c.delay_us;
+            let place = match (&c.pin_error, c.requested_cpu) {
+                (Some(e), _) => format!("cpu {}, NOT pinned: {e}", c.thread.cpu),
+                (None, Some(r)) => format!("cpu {}, pinned to {r}, allowed {:?}", c.thread.cpu, c.thread.allowed_cpus),
+                (None, None) => format!("cpu {}, not pinned", c.thread.cpu),
+            };
+            let place = if c.active { place } else { format!("{place}; inactive (-k)") };
             s += &format!(
-                "client {:>3}: {:>12} bits {:>14} {:>10} pkts {:>13} {:>9} drops  delay us avg {:.1} p50 {:.1} p99 {:.1} max {:.1}  (cpu {})\n",
+                "client {:>3}: {:>12} bits {:>14} {:>10} pkts {:>13} {:>9} drops  delay us avg {:.1} p50 {:.1} p99 {:.1} max {:.1}  ({})\n",
                 c.client,
                 c.bits,
                 human(c.rate_bps, "b/s"),
@@ -575,7 +836,7 @@ impl Report {
                 d.p50,
                 d.p99,
                 d.max,
-                c.thread.cpu,
+                place,
             );
         }
         s += &format!(
@@ -610,20 +871,51 @@ impl Report {
             ),
             (None, None) => "unknown".into(),
         };
-        s += &format!("scheduler: {placement}, {} passes by the scheduler thread", self.scheduler_passes);
-        if self.distributed {
+        let k = &self.counters;
+        s += &format!(
+            "scheduler: {placement}, {} passes by the scheduler thread, {} by clients ({} idle, {} with the link busy), {} fetches, {} publishes\n",
+            self.scheduler_passes, self.client_sched_passes, k.idle_passes, k.early_passes, k.fetches, k.publishes
+        );
+        let secs = self.elapsed_s.max(1e-9);
+        let polls: u64 = self.clients.iter().map(|c| c.mark_polls).sum();
+        s += &format!(
+            "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped\n",
+            polls as f64 / secs,
+            k.publishes as f64 / secs,
+            k.fetches as f64 / secs,
+            self.qmax_pkts,
+            self.qmin_pkts,
+            k.qlimit_hits,
+            k.qlimit_drops
+        );
+        if let Some(d) = &self.distributed_cost {
             s += &format!(
-                "; distributed: {} client passes, {} wake-ups, {} busy trylocks",
-                self.client_sched_passes, self.scheduler_wakeups, self.trylock_busy
+                "distributed (-D, lock {}, notify {}): {} client passes; try-locks {} busy / {} free, {} hand-overs, {} sleeps, {} wake-ups, {} notifies\n",
+                self.lock.as_deref().unwrap_or("?"),
+                self.notify.as_deref().unwrap_or("?"),
+                self.client_sched_passes,
+                d.trylock_busy,
+                d.trylock_free,
+                d.handovers,
+                d.sleeps,
+                d.wakeups,
+                d.notifies
+            );
+            s += &format!(
+                "  cost: try-lock {:.1} ns avg ({} of 1 in {} timed) = {:.3} ms in try-locks; notify {:.0} ns avg = {:.3} ms in notify calls\n",
+                d.trylock_avg_ns,
+                d.trylock_sampled,
+                crate::harness::TRYLOCK_SAMPLE,
+                d.trylock_total_s * 1e3,
+                d.notify_avg_ns,
+                d.notify_total_s * 1e3
             );
         }
-        s += "\n";
         s
     }
 }
 
 fn bench_main(args: &Args) -> Result<i32> {
-    let dur = args.cfg.duration_cap.unwrap_or(Nanos(2_000_000_000));
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
     outln!("policy cost: ns per enqueue+dequeue pair with N backlogged flows (single thread)");
@@ -638,43 +930,12 @@ fn bench_main(args: &Args) -> Result<i32> {
         }
         outln!("{line}");
     }
-    let queue = args.cfg.queue;
-    // Alternate the two measurements so that both see the same machine load; report medians.
-    const TRIALS: usize = 5;
-    let trial = Nanos(dur.0 / TRIALS as u64);
-    let (mut bares, mut harnesses) = (Vec::new(), Vec::new());
-    for _ in 0..TRIALS {
-        bares.push(crate::bench::bare_ring_pps(queue, trial));
-        harnesses.push(crate::bench::harness_pps(queue, trial, args.cfg.sched_cpu)?);
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (bare, harness) = (median(&mut bares), median(&mut harnesses));
     outln!(
-        "throughput (1 client, rr, 60-byte packets, zero polling, unlimited link, queue {queue}; {TRIALS} alternating trials of {trial} each, medians):\n  bare ring {:.3} Mpps, harness {:.3} Mpps, ratio {:.2}",
-        bare / 1e6,
-        harness / 1e6,
-        harness / bare
-    );
-    outln!(
-        "  trials bare ring Mpps {:?}\n  trials harness Mpps {:?}",
-        bares.iter().map(|x| (x / 1e4).round() / 100.0).collect::<Vec<_>>(),
-        harnesses.iter().map(|x| (x / 1e4).round() / 100.0).collect::<Vec<_>>()
+        "throughput: measured against the original sched, same run, alternating, medians: \
+         scripts/sched-crosscheck.sh (see the README); single-run figures on a shared machine are noise"
     );
     if let Some(path) = &args.json {
-        let v = serde_json::json!({
-            "machine": machine,
-            "policy_pairs": rows,
-            "bare_ring_rate_pps": bare,
-            "harness_rate_pps": harness,
-            "bare_ring_trials_pps": bares,
-            "harness_trials_pps": harnesses,
-            "harness_over_bare_ratio": harness / bare,
-            "queue_pkts": queue,
-            "duration_s": dur.secs(),
-        });
+        let v = serde_json::json!({ "machine": machine, "policy_pairs": rows });
         schedlab_report::export::write_json(path, &v)?;
     }
     Ok(0)
@@ -727,7 +988,9 @@ mod tests {
         assert!(err("-b 0").contains("unlimited"));
         assert!(err("-- -alg bogus").contains("unknown -alg 'bogus'"));
         assert!(err("-- -alg rr").contains("-flowsets"));
-        assert!(err("-- -alg alpha").contains("-alpha"));
+        assert!(err("-- -alg alpha -alpha -1").contains("-alpha"));
+        assert!(err("-é").contains("unknown option '-é'"));
+        assert!(err("-- -é").contains("unknown scheduler option"));
         assert!(err("-- -flowsets 1:1500").contains("WEIGHT:MAXLEN:FLOWS"));
         assert!(err("-- -flowsets 0:1500:1 -alg rr").contains("WEIGHT"));
         assert!(err("-x").contains("unknown option"));

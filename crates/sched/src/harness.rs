@@ -3,8 +3,18 @@
 //!
 //! ## Clock
 //! Every timestamp is `CLOCK_MONOTONIC` in nanoseconds (the vDSO clock behind `Instant`), read
-//! once per client burst, per client poll and per scheduler pass (not per packet). The timestamp
-//! files' `cli_enq` is that clock's absolute value; the other three fields are nanosecond deltas.
+//! where the event happens or once per batch *after* the ring was read, never before:
+//! - `cli_enq`: the client's clock read before it writes and publishes the packet;
+//! - `sch_enq`: read by the scheduler after it saw a client's ring non-empty, once per ring visit
+//!   (a message stamped later than that read waits for the next visit);
+//! - `sch_deq`: read after the pass's takes, once per release batch, before the marks are stored;
+//! - `cli_deq`: read by the client after it saw the first mark, once per poll (a mark stamped
+//!   later than that read is counted at the next poll).
+//!
+//! So each of the three deltas is a real, non-negative measurement of its stage, and a zero means
+//! the two reads fell within the clock's resolution. The timestamp files' `cli_enq` is the
+//! clock's absolute value; the other three fields are nanosecond deltas summing to the packet's
+//! life (`cli_deq` time - `cli_enq`).
 //!
 //! ## Link emulation
 //! The link is idle at `next_idle`; each released packet of `len` bytes moves it by
@@ -13,13 +23,17 @@
 //! pass. A packet enqueued into an empty policy sets `next_idle = max(next_idle, now)`: idle time
 //! earns no credit, while a late scheduler pass still catches up with a backlog.
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schedlab_policy::{Alpha, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Message, Policy, Qfq, Wf2qPlus};
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
+use schedlab_prims::chan::{Mechanism, Notifier};
+use schedlab_prims::locks::{LockKind, TryLock};
 use schedlab_report::Hist;
+use serde::Serialize;
 
 use crate::messages::{MessageLog, MsgRecord};
 use crate::ring::{channel, Completion, Consumer, Producer};
@@ -100,11 +114,24 @@ pub struct Config {
     pub sched_poll: Nanos,
     pub client_poll: Nanos,
     pub sched_cpu: Option<usize>,
+    /// `--client-cpus`: client i is pinned to `list[i % len]`. None: see [`client_placement`].
+    pub client_cpus: Option<Vec<usize>>,
+    /// `-k`: clients `0..active` run their programs; the others exist (their rings are polled)
+    /// but send nothing.
+    pub active: usize,
     pub batch: usize,
     pub distributed: bool,
+    /// `-D`: the lock that hands the scheduler role around (default the original's semaphore).
+    pub lock: LockKind,
+    /// `-D`: how clients wake the sleeping scheduler thread (default the original's eventfd).
+    pub notify: Mechanism,
     pub duration_cap: Option<Nanos>,
     pub alg: Alg,
     pub flows: Vec<FlowWeight>,
+    /// Scheduler queue limit (`-qmax`, packets inside the policy): at this many packets the
+    /// scheduler drops what it takes from the rings until the policy is down to `qmin` (`-qmin`).
+    pub qmax: u64,
+    pub qmin: u64,
     /// Timestamp records kept per client (0: none).
     pub ts_limit: usize,
     /// Record the scheduler's enqueue/release sequence (tests).
@@ -113,6 +140,61 @@ pub struct Config {
     pub seed: u64,
     /// Keep one record per message (burst) in every client.
     pub messages: bool,
+}
+
+impl Config {
+    /// A configuration with the command line's defaults: one program per client, queue 100,
+    /// unlimited link, zero polling intervals, no pinning, no queue limit beyond the rings.
+    pub fn new(programs: Vec<Vec<crate::traffic::Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
+        let threads = programs.len();
+        Config {
+            threads,
+            traffic: Traffic { programs, warnings: vec![] },
+            queue: 100,
+            bandwidth: None,
+            sched_poll: Nanos(0),
+            client_poll: Nanos(0),
+            sched_cpu: None,
+            client_cpus: None,
+            active: threads,
+            batch: 500,
+            distributed: false,
+            lock: LockKind::Sem,
+            notify: Mechanism::Eventfd,
+            duration_cap: None,
+            alg,
+            flows,
+            qmax: u64::MAX,
+            qmin: 0,
+            ts_limit: 0,
+            trace: false,
+            seed: 1,
+            messages: false,
+        }
+    }
+}
+
+/// Where client `i` of `threads` is pinned: `--client-cpus` spread round robin; otherwise, when
+/// the scheduler is pinned to CPU `a`, the allowed CPUs other than `a` round robin (all on `a`'s
+/// neighbours, never on `a` while another CPU is allowed); otherwise not pinned.
+pub fn client_placement(
+    i: usize,
+    client_cpus: Option<&[usize]>,
+    sched_cpu: Option<usize>,
+    allowed: &[usize],
+) -> Option<usize> {
+    match (client_cpus, sched_cpu) {
+        (Some(list), _) if !list.is_empty() => Some(list[i % list.len()]),
+        (_, Some(a)) => {
+            let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != a).collect();
+            if others.is_empty() {
+                None
+            } else {
+                Some(others[i % others.len()])
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Messages taken from one ring per client per scheduler visit.
@@ -135,6 +217,23 @@ pub enum TraceEvent {
     Release { client: u32, pos: u64 },
 }
 
+/// The scheduler's counters (the original's `check_idle`, `stat_early`, `sch_fetch`, `sch_pub`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SchedCounters {
+    /// Passes that neither took nor released a packet.
+    pub idle_passes: u64,
+    /// Passes that ended with packets queued but the emulated link still busy.
+    pub early_passes: u64,
+    /// Ring visits that took at least one message.
+    pub fetches: u64,
+    /// Release batches: passes that marked at least one packet for the clients.
+    pub publishes: u64,
+    /// Packets dropped because the policy held `-qmax` packets (part of `sched_drops`).
+    pub qlimit_drops: u64,
+    /// Times the queue limit was reached (the scheduler then dropped until `-qmin`).
+    pub qlimit_hits: u64,
+}
+
 /// The scheduler's state: the policy, the consumer ends, the link.
 pub struct Core<P> {
     pub policy: P,
@@ -143,9 +242,17 @@ pub struct Core<P> {
     next_idle: u128,
     fp_per_byte: Option<u128>,
     batch: usize,
+    /// Packets inside the policy, the queue limits, and whether it is dropping (hysteresis).
+    pending: u64,
+    qmax: u64,
+    qmin: u64,
+    full: bool,
+    /// Scratch: rings seen non-empty in this pass.
+    ready: Vec<u32>,
     pub released: Vec<u64>,
     pub sched_drops: Vec<u64>,
     pub passes: u64,
+    pub counters: SchedCounters,
     pub trace: Option<Vec<TraceEvent>>,
 }
 
@@ -159,11 +266,25 @@ impl<P: Policy<Item>> Core<P> {
             // ps per byte in 2^-16 units: 8 bits * 1e12 ps * 65536 / bw.
             fp_per_byte: bandwidth.map(|b| ((8u128 * 1_000_000_000_000u128) << 16) / u128::from(b.0.max(1))),
             batch: batch.max(1),
+            pending: 0,
+            qmax: u64::MAX,
+            qmin: 0,
+            full: false,
+            ready: Vec::with_capacity(n),
             released: vec![0; n],
             sched_drops: vec![0; n],
             passes: 0,
+            counters: SchedCounters::default(),
             trace: trace.then(Vec::new),
         }
+    }
+
+    /// Sets the queue limit: at `qmax` packets inside the policy, taken packets are dropped
+    /// until the policy is down to `qmin`.
+    pub fn with_queue_limit(mut self, qmax: u64, qmin: u64) -> Self {
+        self.qmax = qmax.max(1);
+        self.qmin = qmin.min(self.qmax - 1);
+        self
     }
 
     /// Packets taken from client `c`'s ring so far.
@@ -171,23 +292,44 @@ impl<P: Policy<Item>> Core<P> {
         self.rings[c].taken()
     }
 
-    /// One scheduler pass at time `now` (ns): take new messages from every ring, then release
-    /// packets while the link is idle. Returns the number of packets taken plus released.
+    /// One scheduler pass at the fixed time `now` (ns), for tests with a synthetic clock.
+    /// Returns the number of packets taken plus released.
     #[inline]
     pub fn pass(&mut self, now: u64) -> usize {
+        self.pass_with(|| now).0
+    }
+
+    /// One scheduler pass: take new messages from every ring, then release packets while the
+    /// link is idle. `clock` is read once after the rings were seen non-empty (the visits'
+    /// `sch_enq`) and once before the release batch if anything was taken (the batch's `sch_deq`; otherwise the
+    /// last read serves); see the module documentation. Returns (packets taken + released, the
+    /// last clock value read).
+    #[inline]
+    pub fn pass_with(&mut self, mut clock: impl FnMut() -> u64) -> (usize, u64) {
         self.passes += 1;
-        let now_fp = (u128::from(now) * 1000) << 16;
         let mut work = 0;
+        // Which rings have something, then one clock read for all of them: every message seen
+        // here was published before the read (later ones wait for the next visit, see `take`).
+        self.ready.clear();
         for c in 0..self.rings.len() {
+            if self.rings[c].ready() {
+                self.ready.push(c as u32);
+            }
+        }
+        let last = if self.ready.is_empty() { None } else { Some(clock()) };
+        for k in 0..self.ready.len() {
+            let c = self.ready[k] as usize;
+            let now = last.unwrap_or(0);
+            let now_fp = (u128::from(now) * 1000) << 16;
+            let mut fetched = false;
             for _ in 0..VISIT {
                 let Some(m) = self.rings[c].take(now) else { break };
+                fetched = true;
                 work += m.packets as usize;
                 let was_empty = self.policy.is_empty();
                 if was_empty && self.next_idle < now_fp {
                     self.next_idle = now_fp;
                 }
-                let item = Item { client: c as u32, pos: m.pos };
-                let msg = Message::new(item, c as u32, m.packets).with_bytes(m.len);
                 if let Some(t) = self.trace.as_mut() {
                     let vt_ns = if was_empty || self.fp_per_byte.is_none() {
                         now
@@ -196,19 +338,44 @@ impl<P: Policy<Item>> Core<P> {
                     };
                     t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
                 }
-                if self.policy.enqueue(msg).is_err() {
+                if self.full && self.pending <= self.qmin {
+                    self.full = false;
+                }
+                let over = !self.full && self.pending + u64::from(m.packets) > self.qmax;
+                if over {
+                    self.full = true;
+                    self.counters.qlimit_hits += 1;
+                }
+                let refused = if self.full {
+                    self.counters.qlimit_drops += u64::from(m.packets);
+                    true
+                } else {
+                    let item = Item { client: c as u32, pos: m.pos };
+                    let msg = Message::new(item, c as u32, m.packets).with_bytes(m.len);
+                    self.policy.enqueue(msg).is_err()
+                };
+                if refused {
                     for _ in 0..m.packets {
                         self.rings[c].release(m.pos, now, true);
                     }
                     self.sched_drops[c] += u64::from(m.packets);
+                } else {
+                    self.pending += u64::from(m.packets);
                 }
             }
+            self.counters.fetches += u64::from(fetched);
         }
+        // The release batch's stamp: a fresh read when this pass took packets (so that sch_deq
+        // measures the time spent in the policy), else the pass's only read.
+        let now = if work > 0 || last.is_none() { clock() } else { last.unwrap_or(0) };
+        let now_fp = (u128::from(now) * 1000) << 16;
+        let mut released = 0;
         for _ in 0..self.batch {
             if self.fp_per_byte.is_some() && self.next_idle > now_fp {
                 break;
             }
             let Some(pk) = self.policy.dequeue() else { break };
+            self.pending = self.pending.saturating_sub(1);
             let c = pk.item.client as usize;
             self.rings[c].release(pk.item.pos, now, false);
             self.released[c] += 1;
@@ -218,15 +385,108 @@ impl<P: Policy<Item>> Core<P> {
             if let Some(t) = self.trace.as_mut() {
                 t.push(TraceEvent::Release { client: pk.item.client, pos: pk.item.pos });
             }
-            work += 1;
+            released += 1;
         }
-        work
+        work += released;
+        if released > 0 {
+            self.counters.publishes += 1;
+        }
+        if work == 0 {
+            self.counters.idle_passes += 1;
+        }
+        if self.pending > 0 && self.fp_per_byte.is_some() && self.next_idle > now_fp {
+            self.counters.early_passes += 1;
+        }
+        (work, now)
     }
 }
 
 const RUN: u8 = 0;
 const STOP: u8 = 1;
 const FINAL: u8 = 2;
+
+/// The scheduler role: the core, owned by whoever holds `lock` (a `crates/prims` try-lock).
+/// Outside distributed mode the scheduler thread takes it at the start and keeps it.
+struct Role {
+    lock: Box<dyn TryLock>,
+    core: UnsafeCell<Core<AnyPolicy<Item>>>,
+}
+
+// SAFETY: `core` is only reached through `RoleGuard`, which exists only while `lock` is held; the
+// `TryLock` implementations of crates/prims give mutual exclusion with acquire semantics on a
+// successful `try_lock` and release semantics on `unlock` (POSIX semaphores, pthread mutexes and
+// spinlocks synchronise memory; the atomic ones use Acquire/Release), so the holders' accesses
+// are ordered. `Core` itself is Send (plain data, rings whose ends are Send).
+unsafe impl Sync for Role {}
+
+/// The held scheduler role; unlocks on drop.
+struct RoleGuard<'a>(&'a Role);
+
+impl Role {
+    #[inline]
+    fn try_enter(&self) -> Option<RoleGuard<'_>> {
+        self.lock.try_lock().then(|| RoleGuard(self))
+    }
+    /// Spins (yielding) until the role is taken; clients hold it for one pass at a time.
+    fn enter(&self) -> RoleGuard<'_> {
+        loop {
+            if let Some(g) = self.try_enter() {
+                return g;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl std::ops::Deref for RoleGuard<'_> {
+    type Target = Core<AnyPolicy<Item>>;
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: the guard exists only while this thread holds the lock (see `Role`).
+        unsafe { &*self.0.core.get() }
+    }
+}
+
+impl std::ops::DerefMut for RoleGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // SAFETY: as above; `&mut self` makes this the only reference through this guard.
+        unsafe { &mut *self.0.core.get() }
+    }
+}
+
+impl Drop for RoleGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock.unlock();
+    }
+}
+
+/// What distributed mode (`-D`) cost: the try-lock and notification traffic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DistCost {
+    /// Clients' try-locks that found the scheduler role held by someone else.
+    pub trylock_busy: u64,
+    /// Clients' try-locks that took the role (each then ran one pass).
+    pub trylock_free: u64,
+    /// Times the role changed hands between different threads (scheduler thread and clients).
+    pub handovers: u64,
+    /// Times the scheduler thread went to sleep, leaving the role to the clients.
+    pub sleeps: u64,
+    /// Times the scheduler thread woke up with a notification (not at the end of the run).
+    pub wakeups: u64,
+    /// Notifications clients sent to wake it.
+    pub notifies: u64,
+    /// Mean time of one try-lock call, from one timed call in every [`TRYLOCK_SAMPLE`] (ns; the
+    /// timing includes one clock read).
+    pub trylock_sampled: u64,
+    pub trylock_avg_ns: f64,
+    /// Mean time of one notify call, every call timed (ns).
+    pub notify_avg_ns: f64,
+    /// Time spent in try-lock calls, estimated from the samples, and in notify calls (s).
+    pub trylock_total_s: f64,
+    pub notify_total_s: f64,
+}
+
+/// One client try-lock in this many is timed.
+pub const TRYLOCK_SAMPLE: u64 = 64;
 
 /// State shared by every thread of a run.
 struct Shared {
@@ -236,52 +496,35 @@ struct Shared {
     end: AtomicU64,
     /// Clients that have preallocated their records and wait for the start.
     ready: AtomicUsize,
-    core: Mutex<Core<AnyPolicy<Item>>>,
-    /// Distributed mode: the scheduler thread is asleep and clients may schedule.
+    role: Role,
+    /// Distributed mode: the scheduler thread is asleep (or about to take the role back) and
+    /// clients may schedule.
     sleeping: AtomicBool,
+    /// A client has already notified the sleeping scheduler thread.
+    wake_sent: AtomicBool,
     client_sched_ns: AtomicU64,
-    eventfd: Option<EventFd>,
+    notifier: Option<Box<dyn Notifier>>,
+    /// Last holder of the role: `u64::MAX` the scheduler thread, else the client index.
+    holder: AtomicU64,
     wakeups: AtomicU64,
+    sleeps: AtomicU64,
+    handovers: AtomicU64,
+    notifies: AtomicU64,
+    notify_ns: AtomicU64,
     client_passes: AtomicU64,
     trylock_busy: AtomicU64,
+    trylock_free: AtomicU64,
+    trylock_sampled: AtomicU64,
+    trylock_sampled_ns: AtomicU64,
 }
 
-/// A Linux eventfd (owned; closed on drop).
-struct EventFd(libc::c_int);
-
-impl EventFd {
-    fn new() -> std::io::Result<EventFd> {
-        // SAFETY: plain syscall wrapper; the returned fd is owned by the EventFd.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(EventFd(fd))
+impl Shared {
+    /// Records that `who` took the role (counts a hand-over when the holder changes).
+    #[inline]
+    fn took_role(&self, who: u64) {
+        if self.holder.swap(who, Ordering::Relaxed) != who {
+            self.handovers.fetch_add(1, Ordering::Relaxed);
         }
-    }
-    fn notify(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
-        let _ = unsafe { libc::write(self.0, (&one as *const u64).cast(), 8) };
-    }
-    /// Waits up to `timeout_ms` for a notification; true when one was consumed.
-    fn wait(&self, timeout_ms: i32) -> bool {
-        let mut pfd = libc::pollfd { fd: self.0, events: libc::POLLIN, revents: 0 };
-        // SAFETY: `pfd` is a valid pollfd array of length 1.
-        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if r <= 0 {
-            return false;
-        }
-        let mut v: u64 = 0;
-        // SAFETY: reads 8 bytes into a valid u64 from our own eventfd.
-        unsafe { libc::read(self.0, (&mut v as *mut u64).cast(), 8) == 8 }
-    }
-}
-
-impl Drop for EventFd {
-    fn drop(&mut self) {
-        // SAFETY: we own the fd and close it once.
-        unsafe { libc::close(self.0) };
     }
 }
 
@@ -311,9 +554,22 @@ pub struct ClientResult {
     pub timestamps: Vec<TsRecord>,
     pub timestamps_truncated: u64,
     pub thread: ThreadInfo,
+    /// The CPU this client was to be pinned to, and the error if pinning failed.
+    pub requested_cpu: Option<usize>,
+    pub pin_error: Option<String>,
+    /// Ran its program (`-k`).
+    pub active: bool,
     pub sched_passes: u64,
     /// One record per burst (with `Config::messages`), in generation order.
     pub messages: Vec<MsgRecord>,
+    /// Polls that found at least one mark (the original's client head reads).
+    pub mark_polls: u64,
+    /// Timestamp records whose deltas would have been negative (clamped to 0): always 0 with
+    /// the clock discipline of this module; counted so that a test can prove it.
+    pub ts_clamped: u64,
+    /// Sum over the timestamp records of each packet's life (mark seen - `cli_enq`, ns), read
+    /// independently of the three deltas (which must add up to it).
+    pub ts_life_sum_ns: u128,
 }
 
 /// The scheduler's independent view at the end, per client.
@@ -324,6 +580,7 @@ pub struct SchedView {
     pub sched_drops: Vec<u64>,
     pub policy_queued: u64,
     pub passes: u64,
+    pub counters: SchedCounters,
 }
 
 /// Everything a run measured.
@@ -335,9 +592,9 @@ pub struct RunResult {
     pub interrupted: bool,
     pub scheduler_thread: Option<ThreadInfo>,
     pub sched_pin_error: Option<String>,
-    pub wakeups: u64,
     pub client_passes: u64,
-    pub trylock_busy: u64,
+    /// Distributed mode's costs (zero outside `-D`).
+    pub dist: DistCost,
     pub trace: Option<Vec<TraceEvent>>,
 }
 
@@ -413,24 +670,40 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         consumers.push(c);
     }
     let policy = cfg.alg.build(&cfg.flows);
-    let eventfd = if cfg.distributed {
-        Some(EventFd::new().map_err(|e| anyhow::anyhow!("distributed mode (-D) needs an eventfd: {e}"))?)
+    let notifier = if cfg.distributed {
+        Some(cfg.notify.create().map_err(|e| anyhow::anyhow!("distributed mode (-D) needs a {} notifier: {e}", cfg.notify))?)
     } else {
         None
     };
+    let lock = cfg.lock.create().map_err(|e| anyhow::anyhow!("cannot create the scheduler lock ({}): {e}", cfg.lock))?;
+    let core = Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace).with_queue_limit(cfg.qmax, cfg.qmin);
     let shared = Arc::new(Shared {
         phase: AtomicU8::new(RUN),
         start: AtomicU64::new(0),
         end: AtomicU64::new(0),
         ready: AtomicUsize::new(0),
-        core: Mutex::new(Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace)),
+        role: Role { lock, core: UnsafeCell::new(core) },
         sleeping: AtomicBool::new(false),
+        wake_sent: AtomicBool::new(false),
         client_sched_ns: AtomicU64::new(0),
-        eventfd,
+        notifier,
+        holder: AtomicU64::new(u64::MAX),
         wakeups: AtomicU64::new(0),
+        sleeps: AtomicU64::new(0),
+        handovers: AtomicU64::new(0),
+        notifies: AtomicU64::new(0),
+        notify_ns: AtomicU64::new(0),
         client_passes: AtomicU64::new(0),
         trylock_busy: AtomicU64::new(0),
+        trylock_free: AtomicU64::new(0),
+        trylock_sampled: AtomicU64::new(0),
+        trylock_sampled_ns: AtomicU64::new(0),
     });
+    let wake_scheduler = |shared: &Shared| {
+        if let Some(n) = &shared.notifier {
+            let _ = n.notify();
+        }
+    };
 
     let sched_handle = {
         let shared = shared.clone();
@@ -439,12 +712,16 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             .name("sched".into())
             .spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
     };
+    let allowed = schedlab_report::machine::online_cpus();
     let mut client_handles = Vec::new();
     for (i, prod) in producers.into_iter().enumerate() {
         let for_client = shared.clone();
-        let program = cfg.traffic.programs[i].clone();
+        let active = i < cfg.active;
         let ctx = ClientCtx {
-            program,
+            index: i,
+            program: if active { cfg.traffic.programs[i].clone() } else { Vec::new() },
+            active,
+            cpu: client_placement(i, cfg.client_cpus.as_deref(), cfg.sched_cpu, &allowed),
             message_level: cfg.alg.message_level(),
             poll: cfg.client_poll.0,
             distributed: cfg.distributed,
@@ -462,16 +739,14 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
                 // Release and join what was started, then report.
                 shared.phase.store(STOP, Ordering::SeqCst);
                 shared.start.store(1, Ordering::SeqCst);
-                if let Some(efd) = &shared.eventfd {
-                    efd.notify();
-                }
+                wake_scheduler(&shared);
                 let _ = sched_handle.join();
-                let core = shared.core.lock();
+                let guard = shared.role.enter();
                 shared.phase.store(FINAL, Ordering::SeqCst);
                 for h in client_handles {
                     let _ = h.join();
                 }
-                drop(core);
+                drop(guard);
                 anyhow::bail!("cannot start client thread {i}: {e}");
             }
         }
@@ -504,13 +779,11 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     }
     let stopped = now_ns();
     shared.phase.store(STOP, Ordering::SeqCst);
-    if let Some(efd) = &shared.eventfd {
-        efd.notify();
-    }
+    wake_scheduler(&shared);
     let (sched_info, pin_error) = sched_handle.join().map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
-    // Hold the scheduler lock from now on: no client can run a pass after this point, so the
+    // Hold the scheduler role from now on: no client can run a pass after this point, so the
     // counts below are final.
-    let core = shared.core.lock().map_err(|_| anyhow::anyhow!("a thread panicked while scheduling"))?;
+    let core = shared.role.enter();
     shared.phase.store(FINAL, Ordering::SeqCst);
     let mut clients = Vec::new();
     for h in client_handles {
@@ -522,9 +795,28 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         sched_drops: core.sched_drops.clone(),
         policy_queued: core.policy.queued_packets(),
         passes: core.passes,
+        counters: core.counters,
     };
     let trace = core.trace.clone();
     drop(core);
+    let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let sampled = ld(&shared.trylock_sampled);
+    let tries = ld(&shared.trylock_busy) + ld(&shared.trylock_free);
+    let try_avg = if sampled > 0 { ld(&shared.trylock_sampled_ns) as f64 / sampled as f64 } else { 0.0 };
+    let notifies = ld(&shared.notifies);
+    let dist = DistCost {
+        trylock_busy: ld(&shared.trylock_busy),
+        trylock_free: ld(&shared.trylock_free),
+        handovers: if cfg.distributed { ld(&shared.handovers) } else { 0 },
+        sleeps: ld(&shared.sleeps),
+        wakeups: ld(&shared.wakeups),
+        notifies,
+        trylock_sampled: sampled,
+        trylock_avg_ns: try_avg,
+        notify_avg_ns: if notifies > 0 { ld(&shared.notify_ns) as f64 / notifies as f64 } else { 0.0 },
+        trylock_total_s: try_avg * tries as f64 / 1e9,
+        notify_total_s: ld(&shared.notify_ns) as f64 / 1e9,
+    };
     Ok(RunResult {
         clients,
         sched,
@@ -532,9 +824,8 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         interrupted,
         scheduler_thread: sched_info,
         sched_pin_error: pin_error,
-        wakeups: shared.wakeups.load(Ordering::Relaxed),
-        client_passes: shared.client_passes.load(Ordering::Relaxed),
-        trylock_busy: shared.trylock_busy.load(Ordering::Relaxed),
+        client_passes: ld(&shared.client_passes),
+        dist,
         trace,
     })
 }
@@ -547,10 +838,7 @@ fn scheduler_thread(
 ) -> (Option<ThreadInfo>, Option<String>) {
     let pin_error = cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin the scheduler to CPU {c}: {e}")));
     let mut info = None;
-    let mut guard = Some(match shared.core.lock() {
-        Ok(g) => g,
-        Err(_) => return (None, pin_error),
-    });
+    let mut guard = Some(shared.role.enter());
     let mut last_work = now_ns();
     let mut next = last_work;
     let mut rt = RtYield::new();
@@ -558,10 +846,9 @@ fn scheduler_thread(
         if shared.phase.load(Ordering::Relaxed) != RUN {
             break;
         }
-        let now = now_ns();
+        let Some(core) = guard.as_mut() else { break };
+        let (work, now) = core.pass_with(now_ns);
         rt.tick(now);
-        let core = guard.as_mut().expect("the scheduler holds the lock while awake");
-        let work = core.pass(now);
         if info.is_none() {
             info = Some(ThreadInfo::current());
         }
@@ -570,19 +857,30 @@ fn scheduler_thread(
         } else if distributed && now - last_work >= IDLE_BEFORE_SLEEP.0 {
             // Idle: let the clients schedule, sleep until one of them finds it too costly.
             shared.client_sched_ns.store(0, Ordering::Relaxed);
+            shared.wake_sent.store(false, Ordering::SeqCst);
             shared.sleeping.store(true, Ordering::SeqCst);
+            shared.sleeps.fetch_add(1, Ordering::Relaxed);
             guard = None;
-            let efd = shared.eventfd.as_ref().expect("distributed mode has an eventfd");
-            while shared.phase.load(Ordering::Relaxed) == RUN && !efd.wait(10) {}
-            shared.sleeping.store(false, Ordering::SeqCst);
-            if shared.phase.load(Ordering::Relaxed) != RUN {
+            let notifier = shared.notifier.as_ref().expect("distributed mode has a notifier");
+            if notifier.wait().is_err() || shared.phase.load(Ordering::Relaxed) != RUN {
+                shared.sleeping.store(false, Ordering::SeqCst);
                 break;
             }
             shared.wakeups.fetch_add(1, Ordering::Relaxed);
-            guard = match shared.core.lock() {
-                Ok(g) => Some(g),
-                Err(_) => break,
+            // Take the role back: clients hold it for one pass at a time.
+            let g = loop {
+                if let Some(g) = shared.role.try_enter() {
+                    break Some(g);
+                }
+                if shared.phase.load(Ordering::Relaxed) != RUN {
+                    break None;
+                }
+                std::hint::spin_loop();
             };
+            shared.sleeping.store(false, Ordering::SeqCst);
+            let Some(g) = g else { break };
+            shared.took_role(u64::MAX);
+            guard = Some(g);
             last_work = now_ns();
             next = last_work;
             continue;
@@ -601,7 +899,10 @@ fn scheduler_thread(
 }
 
 struct ClientCtx {
+    index: usize,
     program: Vec<crate::traffic::Spec>,
+    active: bool,
+    cpu: Option<usize>,
     message_level: bool,
     poll: u64,
     distributed: bool,
@@ -616,10 +917,13 @@ struct ClientState {
     ts: Vec<TsRecord>,
     ts_limit: usize,
     ts_truncated: u64,
+    ts_clamped: u64,
+    ts_life_sum: u128,
     transmitted: u64,
     sched_drops: u64,
     bits: u64,
     log: Option<MessageLog>,
+    mark_polls: u64,
 }
 
 impl ClientState {
@@ -636,6 +940,10 @@ impl ClientState {
             self.delay.record(now.saturating_sub(c.cli_enq));
         }
         if self.ts.len() < self.ts_limit {
+            if c.sch_enq < c.cli_enq || c.sch_deq < c.sch_enq || now < c.sch_deq {
+                self.ts_clamped += 1;
+            }
+            self.ts_life_sum += u128::from(now.saturating_sub(c.cli_enq));
             self.ts.push(TsRecord {
                 cli_enq: c.cli_enq,
                 sch_enq: c.sch_enq.saturating_sub(c.cli_enq),
@@ -648,40 +956,63 @@ impl ClientState {
             self.ts_truncated += 1;
         }
     }
+
+    /// Counts the marks stamped up to `now`, a clock read after [`Producer::has_mark`] saw one.
+    #[inline]
+    fn poll_at(&mut self, ring: &mut Producer, now: u64) {
+        ring.poll_until(now, |c| self.complete(c, now));
+        self.mark_polls += 1;
+    }
 }
 
 /// Distributed mode: run one scheduler pass if the scheduler thread sleeps and the lock is free.
 #[inline]
-fn maybe_schedule(shared: &Shared, passes: &mut u64) {
+fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
     if !shared.sleeping.load(Ordering::Relaxed) || shared.phase.load(Ordering::Relaxed) != RUN {
         return;
     }
-    match shared.core.try_lock() {
-        Ok(mut core) => {
-            let t0 = now_ns();
-            let work = core.pass(t0);
-            drop(core);
-            *passes += 1;
-            shared.client_passes.fetch_add(1, Ordering::Relaxed);
-            if work == 0 {
-                return; // only passes that moved packets count as scheduling cost
-            }
-            let spent = now_ns() - t0;
-            let total = shared.client_sched_ns.fetch_add(spent, Ordering::Relaxed) + spent;
-            if total >= CLIENT_SCHED_BUDGET.0 && shared.sleeping.load(Ordering::Relaxed) {
-                shared.client_sched_ns.store(0, Ordering::Relaxed);
-                if let Some(efd) = &shared.eventfd {
-                    efd.notify();
-                }
-            }
-        }
-        Err(_) => {
-            shared.trylock_busy.fetch_add(1, Ordering::Relaxed);
+    *tries += 1;
+    let got = if (*tries).is_multiple_of(TRYLOCK_SAMPLE) {
+        let t0 = now_ns();
+        let g = shared.role.try_enter();
+        let dt = now_ns() - t0;
+        shared.trylock_sampled.fetch_add(1, Ordering::Relaxed);
+        shared.trylock_sampled_ns.fetch_add(dt, Ordering::Relaxed);
+        g
+    } else {
+        shared.role.try_enter()
+    };
+    let Some(mut core) = got else {
+        shared.trylock_busy.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    shared.trylock_free.fetch_add(1, Ordering::Relaxed);
+    shared.took_role(me);
+    let (work, t0) = core.pass_with(now_ns);
+    drop(core);
+    *passes += 1;
+    shared.client_passes.fetch_add(1, Ordering::Relaxed);
+    if work == 0 {
+        return; // only passes that moved packets count as scheduling cost
+    }
+    let t1 = now_ns();
+    let spent = t1 - t0;
+    let total = shared.client_sched_ns.fetch_add(spent, Ordering::Relaxed) + spent;
+    if total >= CLIENT_SCHED_BUDGET.0
+        && shared.sleeping.load(Ordering::Relaxed)
+        && !shared.wake_sent.swap(true, Ordering::SeqCst)
+    {
+        if let Some(n) = &shared.notifier {
+            let _ = n.notify();
+            let t2 = now_ns();
+            shared.notifies.fetch_add(1, Ordering::Relaxed);
+            shared.notify_ns.fetch_add(t2 - t1, Ordering::Relaxed);
         }
     }
 }
 
 fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
+    let pin_error = ctx.cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin client {} to CPU {c}: {e}", ctx.index)));
     // Preallocate (and touch) the timestamp records so the hot path never faults a page in.
     let expect: u64 = ctx
         .program
@@ -707,14 +1038,19 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         ts,
         ts_limit: ctx.ts_limit,
         ts_truncated: 0,
+        ts_clamped: 0,
+        ts_life_sum: 0,
         transmitted: 0,
         sched_drops: 0,
         bits: 0,
         log,
+        mark_polls: 0,
     };
+    let me = ctx.index as u64;
     let mut generated = 0u64;
     let mut ring_drops = 0u64;
     let mut passes = 0u64;
+    let mut tries = 0u64;
     let mut next_poll = 0u64;
     shared.ready.fetch_add(1, Ordering::SeqCst);
     let (start, end) = loop {
@@ -737,12 +1073,22 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             if shared.phase.load(Ordering::Relaxed) != RUN {
                 break 'program;
             }
+            // Peek for marks before reading the clock, so that the marks counted were stored
+            // before the read (later ones wait for the next poll, see `poll_until`).
+            let marked = ring.has_mark();
             let now = now_ns();
             if now >= spec_end {
                 break;
             }
             rt.tick(now);
             let mut did = false;
+            if now >= next_poll {
+                if marked {
+                    st.poll_at(&mut ring, now);
+                }
+                next_poll = now + ctx.poll;
+                did = true;
+            }
             if gap != u64::MAX && u128::from(now) * 1000 >= next_burst_ps {
                 let want = crate::workload::draw_len(spec.lengths.as_ref(), spec.burst, &mut rng);
                 let first_pos = ring.pushed();
@@ -769,12 +1115,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
                 did = true;
             }
             if ctx.distributed {
-                maybe_schedule(shared, &mut passes);
-            }
-            if now >= next_poll {
-                ring.poll(|c| st.complete(c, now));
-                next_poll = now + ctx.poll;
-                did = true;
+                maybe_schedule(shared, me, &mut tries, &mut passes);
             }
             if !did {
                 std::hint::spin_loop();
@@ -786,11 +1127,14 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
     let mut idle_spins = 0u32;
     while shared.phase.load(Ordering::Relaxed) == RUN {
         if ctx.distributed {
-            maybe_schedule(shared, &mut passes);
+            maybe_schedule(shared, me, &mut tries, &mut passes);
         }
+        let marked = ring.has_mark();
         let now = now_ns();
         if now >= next_poll {
-            ring.poll(|c| st.complete(c, now));
+            if marked {
+                st.poll_at(&mut ring, now);
+            }
             next_poll = now + ctx.poll;
         }
         idle_spins += 1;
@@ -815,8 +1159,14 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         timestamps: st.ts,
         timestamps_truncated: st.ts_truncated,
         thread: ThreadInfo::current(),
+        requested_cpu: ctx.cpu,
+        pin_error,
+        active: ctx.active,
         sched_passes: passes,
         messages: st.log.map(|l| l.records).unwrap_or_default(),
+        mark_polls: st.mark_polls,
+        ts_clamped: st.ts_clamped,
+        ts_life_sum_ns: st.ts_life_sum,
     }
 }
 

@@ -224,10 +224,28 @@ impl Producer {
         true
     }
 
+    /// True when the next packet in position order has been released (a cheap peek).
+    #[inline]
+    pub fn has_mark(&self) -> bool {
+        let pos = self.seen;
+        pos < self.prod && {
+            let idx = (pos % self.cap) as usize;
+            self.counted[idx] || self.slot(pos).done.load(Ordering::Acquire) == pos + 1
+        }
+    }
+
     /// Counts released packets in position order, calling `f` for each, and frees the slots of
     /// fully released messages. Returns how many were counted.
     #[inline]
-    pub fn poll(&mut self, mut f: impl FnMut(Completion)) -> u64 {
+    pub fn poll(&mut self, f: impl FnMut(Completion)) -> u64 {
+        self.poll_until(u64::MAX, f)
+    }
+
+    /// [`Producer::poll`], but stops before a packet the scheduler stamped after `now`: the
+    /// caller reads its clock after [`Producer::has_mark`], so every packet counted has
+    /// `sch_deq <= now` (its `cli_deq` is a real, non-negative delay).
+    #[inline]
+    pub fn poll_until(&mut self, now: u64, mut f: impl FnMut(Completion)) -> u64 {
         let start = self.seen;
         while self.seen < self.prod {
             let pos = self.seen;
@@ -239,7 +257,11 @@ impl Producer {
                 if slot.done.load(Ordering::Acquire) != pos + 1 {
                     break;
                 }
-                f(self.read(pos));
+                let c = self.read(pos);
+                if c.sch_deq > now {
+                    break;
+                }
+                f(c);
             }
             self.seen += 1;
         }
@@ -306,8 +328,17 @@ impl Consumer {
         &self.ring.slots[(pos % self.cap) as usize]
     }
 
-    /// The next complete message, if the client has published one; it is taken (the cursor
-    /// moves past it) and stamped `now` as its scheduler enqueue time.
+    /// True when the client has published the slot at the cursor (a cheap peek, no stamp).
+    #[inline]
+    pub fn ready(&self) -> bool {
+        let pos = self.cons;
+        self.slot(pos).seq.load(Ordering::Acquire) == pos + 1
+    }
+
+    /// The next complete message, if the client has published one stamped no later than `now`;
+    /// it is taken (the cursor moves past it) and stamped `now` as its scheduler enqueue time.
+    /// (A message stamped after `now` stays for the next visit, so that `sch_enq >= cli_enq`
+    /// always: the caller reads its clock after seeing the ring, see [`Consumer::ready`].)
     #[inline]
     pub fn take(&mut self, now: u64) -> Option<Incoming> {
         let pos = self.cons;
@@ -318,6 +349,9 @@ impl Consumer {
         // SAFETY: `seq == pos + 1` (Acquire) means the client wrote the data and will not touch the
         // slot until it sees our `done` mark.
         let c = slot.cli.with(|p| unsafe { *p });
+        if c.cli_enq > now {
+            return None;
+        }
         let n = c.msg_len.max(1);
         if n > 1 {
             let last = pos + u64::from(n) - 1;
@@ -480,7 +514,7 @@ mod loom_tests {
                 let mut taken = 0;
                 let mut stamps = Vec::new();
                 while taken < 2 {
-                    if let Some(m) = c.take(0) {
+                    if let Some(m) = c.take(10) {
                         stamps.push(m.cli_enq);
                         for _ in 0..m.packets {
                             c.release(m.pos, 7, false);

@@ -5,6 +5,8 @@
 //! 1s   100M  64  1              DURATION RATE [PKTLEN [BURST]] [poisson] for the current thread
 //! 2s 300M 1500 dist:1-5:90,20:10 poisson   message lengths drawn from a distribution (see workload)
 //! thread 2                      switch the current thread (thread 0 at the start)
+//! thread 1 3                    following entries go to threads 1, 2 and 3
+//! thread 1 *                    ... to threads 1 up to the last one
 //! thread all                    following entries go to every thread
 //! ```
 //! Durations take n/u/m/s suffixes (bare numbers are seconds), rates k/M/G/T (bits per second;
@@ -104,78 +106,32 @@ pub struct TrafficError {
 pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficError> {
     let mut programs = vec![Vec::new(); threads];
     let mut warnings = Vec::new();
-    let mut current = Target::One(0);
+    let mut current = Target { lo: 0, hi: Some(0) };
     let mut warned = std::collections::BTreeSet::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let content = raw.split('#').next().unwrap_or("");
         let fields: Vec<&str> = content.split_whitespace().collect();
-        if fields.is_empty() {
-            continue;
-        }
         let err = |field: &str, msg: String| TrafficError { file: file.into(), line, field: field.into(), msg };
-        if fields[0] == "thread" {
-            current = match fields.get(1) {
-                None => return Err(err("field 2 (thread number)", "missing: write 'thread N' or 'thread all'".into())),
-                Some(&"all") => Target::All,
-                Some(n) => Target::One(n.parse::<usize>().map_err(|_| {
-                    err("field 2 (thread number)", format!("'{n}' is not a thread number >= 0 (or 'all')"))
-                })?),
-            };
-            if fields.len() > 2 {
-                return Err(err("field 3", format!("unexpected '{}' after the thread number", fields[2])));
-            }
-            continue;
-        }
-        // A last word `poisson`/`periodic` chooses the gaps (field 3 or later).
-        let mut fields = fields;
-        let mut gaps = Gaps::Periodic;
-        if fields.len() > 2 {
-            if let Some(g) = fields.last().and_then(|w| Gaps::parse(w)) {
-                gaps = g;
-                fields.pop();
-            }
-        }
-        if fields.len() > 4 {
-            return Err(err(
-                "field 5",
-                format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST|dist:...]] [poisson]", fields[4]),
-            ));
-        }
-        let duration = parse_duration(fields[0], 1_000_000_000).map_err(|e| err("field 1 (duration)", e.to_string()))?;
-        let rate = match fields.get(1) {
-            None => return Err(err("field 2 (rate)", "missing: an entry is DURATION RATE [PKTLEN [BURST]]".into())),
-            Some(r) => parse_bps(r).map_err(|e| err("field 2 (rate)", e.to_string()))?,
-        };
-        let int = |idx: usize, name: &str, default: u32, max: u32| -> Result<u32, TrafficError> {
-            match fields.get(idx) {
-                None => Ok(default),
-                Some(v) => match v.parse::<u32>() {
-                    Ok(x) if (1..=max).contains(&x) => Ok(x),
-                    _ => Err(err(&format!("field {} ({name})", idx + 1), format!("'{v}' must be an integer in 1..={max}"))),
-                },
-            }
-        };
-        let pkt_len = int(2, "packet length", DEFAULT_PKT_LEN, MAX_PKT_LEN)?;
-        let (burst, lengths) = match fields.get(3).and_then(|f| f.strip_prefix("dist:")) {
-            Some(d) => {
-                let d = LenDist::parse(d).map_err(|e| err("field 4 (length distribution)", e))?;
-                if d.max_len() > MAX_BURST {
-                    return Err(err("field 4 (length distribution)", format!("lengths must be at most {MAX_BURST}")));
+        match parse_line(&fields).map_err(|(field, msg)| err(&field, msg))? {
+            Line::Empty => {}
+            Line::Thread(t) => current = t,
+            Line::Entry(spec) => {
+                let hi = current.hi.unwrap_or(usize::MAX);
+                for p in programs.iter_mut().take(hi.saturating_add(1)).skip(current.lo) {
+                    p.push(spec);
                 }
-                (d.max_len(), Some(d))
-            }
-            None => (int(3, "burst", 1, MAX_BURST)?, None),
-        };
-        let spec = Spec { duration, rate, pkt_len, burst, lengths, gaps };
-        match current {
-            Target::All => programs.iter_mut().for_each(|p| p.push(spec)),
-            Target::One(t) if t < threads => programs[t].push(spec),
-            Target::One(t) => {
-                if warned.insert(t) {
-                    warnings.push(format!(
-                        "{file}:{line}: thread {t} does not exist (-t {threads}): its entries are ignored"
-                    ));
+                // Entries for threads that do not exist (`thread 5` with -t 2, or the part of a
+                // range beyond the last thread) are ignored, with one warning per line range.
+                if current.hi.map_or(current.lo >= threads, |h| h >= threads) && warned.insert((current.lo, hi)) {
+                    let which = if current.hi.is_none() {
+                        format!("threads {}.. do not exist", current.lo)
+                    } else if current.lo == hi {
+                        format!("thread {hi} does not exist")
+                    } else {
+                        format!("threads {}..={hi} do not all exist", current.lo)
+                    };
+                    warnings.push(format!("{file}:{line}: {which} (-t {threads}): entries for missing threads are ignored"));
                 }
             }
         }
@@ -188,10 +144,102 @@ pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficE
     Ok(Traffic { programs, warnings })
 }
 
-#[derive(Clone, Copy)]
-enum Target {
-    One(usize),
-    All,
+/// One line of a traffic file, parsed on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line {
+    /// Blank or comment.
+    Empty,
+    /// `thread N`, `thread N M`, `thread N *`, `thread all`.
+    Thread(Target),
+    /// `DURATION RATE [PKTLEN [BURST|dist:...]] [poisson|periodic]`.
+    Entry(Spec),
+}
+
+/// The threads that the following entries program: `lo..=hi` (`hi` None: up to the last).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub lo: usize,
+    pub hi: Option<usize>,
+}
+
+/// Parses one line's whitespace-separated fields (comments already removed): the one place
+/// where an entry's syntax lives. An error is `(field name, message)`; [`parse`] adds the file
+/// and line.
+pub fn parse_line(fields: &[&str]) -> Result<Line, (String, String)> {
+    let err = |field: &str, msg: String| (field.to_string(), msg);
+    let Some(&first) = fields.first() else { return Ok(Line::Empty) };
+    if first == "thread" {
+        let number = |idx: usize, v: &str| {
+            v.parse::<usize>().map_err(|_| {
+                (
+                    format!("field {} (thread number)", idx + 1),
+                    format!("'{v}' is not a thread number >= 0 (write 'thread N', 'thread N M', 'thread N *' or 'thread all')"),
+                )
+            })
+        };
+        let target = match (fields.get(1), fields.get(2)) {
+            (None, _) => return Err(err("field 2 (thread number)", "missing: write 'thread N' or 'thread all'".into())),
+            (Some(&"all"), None) => Target { lo: 0, hi: None },
+            (Some(&"all"), Some(x)) => return Err(err("field 3", format!("unexpected '{x}' after 'thread all'"))),
+            (Some(n), None) => {
+                let n = number(1, n)?;
+                Target { lo: n, hi: Some(n) }
+            }
+            (Some(n), Some(&"*")) => Target { lo: number(1, n)?, hi: None },
+            (Some(n), Some(m)) => {
+                let (lo, hi) = (number(1, n)?, number(2, m)?);
+                if hi < lo {
+                    return Err(err("field 3 (last thread)", format!("thread range {lo} {hi}: the last thread is below the first")));
+                }
+                Target { lo, hi: Some(hi) }
+            }
+        };
+        if let Some(x) = fields.get(3) {
+            return Err(err("field 4", format!("unexpected '{x}' after the thread range")));
+        }
+        return Ok(Line::Thread(target));
+    }
+    // A last word `poisson`/`periodic` chooses the gaps (field 3 or later).
+    let mut fields = fields.to_vec();
+    let mut gaps = Gaps::Periodic;
+    if fields.len() > 2 {
+        if let Some(g) = fields.last().and_then(|w| Gaps::parse(w)) {
+            gaps = g;
+            fields.pop();
+        }
+    }
+    if fields.len() > 4 {
+        return Err(err(
+            "field 5",
+            format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST|dist:...]] [poisson]", fields[4]),
+        ));
+    }
+    let duration = parse_duration(fields[0], 1_000_000_000).map_err(|e| err("field 1 (duration)", e.to_string()))?;
+    let rate = match fields.get(1) {
+        None => return Err(err("field 2 (rate)", "missing: an entry is DURATION RATE [PKTLEN [BURST]]".into())),
+        Some(r) => parse_bps(r).map_err(|e| err("field 2 (rate)", e.to_string()))?,
+    };
+    let int = |idx: usize, name: &str, default: u32, max: u32| -> Result<u32, (String, String)> {
+        match fields.get(idx) {
+            None => Ok(default),
+            Some(v) => match v.parse::<u32>() {
+                Ok(x) if (1..=max).contains(&x) => Ok(x),
+                _ => Err(err(&format!("field {} ({name})", idx + 1), format!("'{v}' must be an integer in 1..={max}"))),
+            },
+        }
+    };
+    let pkt_len = int(2, "packet length", DEFAULT_PKT_LEN, MAX_PKT_LEN)?;
+    let (burst, lengths) = match fields.get(3).and_then(|f| f.strip_prefix("dist:")) {
+        Some(d) => {
+            let d = LenDist::parse(d).map_err(|e| err("field 4 (length distribution)", e))?;
+            if d.max_len() > MAX_BURST {
+                return Err(err("field 4 (length distribution)", format!("lengths must be at most {MAX_BURST}")));
+            }
+            (d.max_len(), Some(d))
+        }
+        None => (int(3, "burst", 1, MAX_BURST)?, None),
+    };
+    Ok(Line::Entry(Spec { duration, rate, pkt_len, burst, lengths, gaps }))
 }
 
 /// Reads and parses a traffic file.
@@ -247,6 +295,31 @@ mod tests {
         assert_eq!(parse("1s\n", "f", 1).unwrap_err().field, "field 2 (rate)");
         assert_eq!(parse("thread x\n", "f", 1).unwrap_err().line, 1);
         assert_eq!(parse("1s 1M 64 1 9\n", "f", 1).unwrap_err().field, "field 5");
+    }
+
+    #[test]
+    fn thread_ranges_of_the_original_sched_txt() {
+        // The original's own example file.
+        let orig = "# example configuration file\n#\n#\tlength  bw\tpktsize\tburst-size\nthread 0\n\t10\t1920K\t60      1\nthread 1 *\n\t10\t50000G\t60\t1\n#thread all\n";
+        let t = parse(orig, "sched.txt", 4).unwrap();
+        assert_eq!(t.programs[0][0].rate, Bps(1_920_000));
+        for p in &t.programs[1..] {
+            assert_eq!(p.len(), 1);
+            assert_eq!(p[0].rate, Bps(50_000_000_000_000));
+        }
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        let t = parse("thread 1 2\n1s 1M\nthread 3 *\n1s 2M\n1s 3M\n", "f", 5).unwrap();
+        let lens: Vec<usize> = t.programs.iter().map(Vec::len).collect();
+        assert_eq!(lens, vec![0, 1, 1, 2, 2]);
+        // A range reaching beyond -t: the existing part is programmed, with a warning.
+        let t = parse("thread 1 6\n1s 1M\n", "f", 3).unwrap();
+        assert_eq!(t.programs.iter().map(Vec::len).collect::<Vec<_>>(), vec![0, 1, 1]);
+        assert!(t.warnings.iter().any(|w| w.contains("f:2") && w.contains("1..=6")), "{:?}", t.warnings);
+        let e = parse("thread 3 1\n", "f", 4).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (1, "field 3 (last thread)"));
+        assert_eq!(parse("thread 1 x\n", "f", 4).unwrap_err().field, "field 3 (thread number)");
+        assert_eq!(parse("thread 1 2 3\n", "f", 4).unwrap_err().field, "field 4");
+        assert_eq!(parse("thread all 2\n", "f", 4).unwrap_err().field, "field 3");
     }
 
     #[test]

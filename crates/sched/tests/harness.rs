@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use schedlab_policy::{Alpha, AlphaSched, FlowWeight, Policy};
-use schedlab_sched::harness::{run, Alg, Config, Item, RunResult, TraceEvent};
+use schedlab_prims::chan::Mechanism;
+use schedlab_prims::locks::LockKind;
+use schedlab_sched::harness::{client_placement, run, Alg, Config, Item, RunResult, TraceEvent};
 use schedlab_sched::traffic::{Spec, Traffic};
 use schedlab_sched::units::{Bps, Nanos};
 
@@ -21,19 +23,26 @@ fn spec(ms: u64, rate: u64, len: u32, burst: u32) -> Spec {
 }
 
 fn config(programs: Vec<Vec<Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
+    let threads = programs.len();
     Config {
-        threads: programs.len(),
+        threads,
         traffic: Traffic { programs, warnings: vec![] },
         queue: 64,
         bandwidth: None,
         sched_poll: Nanos(0),
         client_poll: Nanos(0),
         sched_cpu: None,
+        client_cpus: None,
+        active: threads,
         batch: 500,
         distributed: false,
+        lock: LockKind::Sem,
+        notify: Mechanism::Eventfd,
         duration_cap: None,
         alg,
         flows,
+        qmax: u64::MAX,
+        qmin: 0,
         ts_limit: 1 << 20,
         trace: false,
         seed: 1,
@@ -263,4 +272,125 @@ fn long_polling_intervals_do_not_delay_the_end() {
     let r = run(&cfg, &AtomicBool::new(false)).unwrap();
     assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
     check_accounting(&r);
+}
+
+/// Issue 14: every delta is a real measurement of its stage. No record needed clamping, zeros
+/// are rare (a zero means two clock reads within the clock's resolution, 1 ns here), and the
+/// three deltas add up to the packet's life measured on its own.
+#[test]
+fn timestamps_measure_each_stage_without_clamping() {
+    let _serial = serial();
+    for (alg, bw, flows) in [(Alg::Fifo, None, vec![]), (Alg::Rr, Some(200_000_000), vec![FlowWeight::new(1, 1500); 2])] {
+        let mut cfg = config(vec![vec![spec(150, 1_000_000_000_000, 60, 1)], vec![spec(150, 50_000_000, 500, 4)]], alg, flows);
+        cfg.bandwidth = bw.map(Bps);
+        cfg.queue = 512;
+        let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+        check_accounting(&r);
+        for (i, c) in r.clients.iter().enumerate() {
+            assert!(c.timestamps.len() > 100, "{alg:?} client {i}: {} records", c.timestamps.len());
+            assert_eq!(c.ts_clamped, 0, "{alg:?} client {i}: records with a negative stage");
+            let sum: u128 = c.timestamps.iter().map(|t| u128::from(t.sch_enq + t.sch_deq + t.cli_deq)).sum();
+            assert_eq!(sum, c.ts_life_sum_ns, "{alg:?} client {i}: the stages add up to the life");
+            let n = c.timestamps.len();
+            for (name, zeros) in [
+                ("sch_enq", c.timestamps.iter().filter(|t| t.sch_enq == 0).count()),
+                ("sch_deq", c.timestamps.iter().filter(|t| t.sch_deq == 0).count()),
+                ("cli_deq", c.timestamps.iter().filter(|t| t.cli_deq == 0).count()),
+            ] {
+                assert!(zeros * 100 <= n, "{alg:?} client {i}: {zeros} of {n} records have {name} = 0");
+            }
+        }
+    }
+}
+
+/// Issue 14: the scheduler queue limit drops what exceeds it, the drops are exact in the books
+/// and marked in the timestamp records.
+#[test]
+fn qmax_drops_are_counted_exactly_and_marked() {
+    let _serial = serial();
+    let mut cfg = config(vec![vec![spec(150, 100_000_000, 1500, 1)]; 2], Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+    cfg.bandwidth = Some(Bps(10_000_000));
+    cfg.queue = 64;
+    cfg.qmax = 10;
+    cfg.qmin = 3;
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    check_accounting(&r);
+    let k = r.sched.counters;
+    assert!(k.qlimit_hits > 0 && k.qlimit_drops > 0, "{k:?}");
+    assert_eq!(k.qlimit_drops, r.sched.sched_drops.iter().sum::<u64>(), "every scheduler drop is a queue-limit drop here");
+    assert!(r.sched.policy_queued <= 10);
+    for c in &r.clients {
+        let marked = c.timestamps.iter().filter(|t| t.dropped).count() as u64;
+        assert_eq!(marked, c.sched_drops, "dropped packets are marked D");
+    }
+}
+
+/// Issue 14: client placement is honoured and reported as granted.
+#[test]
+fn client_placement_is_honoured_and_reported() {
+    let _serial = serial();
+    let allowed = schedlab_report::machine::online_cpus();
+    // The default never puts a client on the scheduler's CPU while another is allowed.
+    for i in 0..5 {
+        let c = client_placement(i, None, Some(allowed[0]), &allowed);
+        if allowed.len() > 1 {
+            assert!(c.is_some_and(|c| c != allowed[0] && allowed.contains(&c)), "{c:?}");
+        } else {
+            assert_eq!(c, None);
+        }
+    }
+    assert_eq!(client_placement(3, Some(&[4, 7]), Some(4), &allowed), Some(7), "--client-cpus wins, round robin");
+    assert_eq!(client_placement(0, None, None, &allowed), None);
+    let last = *allowed.last().unwrap();
+    let mut cfg = config(vec![vec![spec(50, 10_000_000, 500, 1)]; 2], Alg::Fifo, vec![]);
+    cfg.sched_cpu = Some(allowed[0]);
+    cfg.client_cpus = Some(vec![last]);
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    for c in &r.clients {
+        assert_eq!(c.requested_cpu, Some(last));
+        assert_eq!(c.pin_error, None);
+        assert_eq!(c.thread.allowed_cpus, vec![last], "granted mask read back from the kernel");
+        assert_eq!(c.thread.cpu, last as i32);
+    }
+    // Default placement with the scheduler pinned.
+    cfg.client_cpus = None;
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    for c in &r.clients {
+        if allowed.len() > 1 {
+            assert!(!c.thread.allowed_cpus.contains(&allowed[0]), "client on the scheduler's CPU: {:?}", c.thread);
+        }
+    }
+}
+
+/// Issue 16: -D runs on the primitives of crates/prims, any lock and notifier, and reports costs.
+#[test]
+fn distributed_mode_on_other_primitives_reports_costs() {
+    let _serial = serial();
+    for (lock, notify) in [(LockKind::Ticket, Mechanism::Pipe), (LockKind::Futex, Mechanism::Futex), (LockKind::Ttas, Mechanism::Eventfd)] {
+        let programs = vec![vec![spec(200, 2_000_000, 500, 1)]; 2];
+        let mut cfg = config(programs, Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+        cfg.distributed = true;
+        cfg.lock = lock;
+        cfg.notify = notify;
+        cfg.client_poll = Nanos(1_000);
+        let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+        check_accounting(&r);
+        let d = r.dist;
+        assert_eq!(d.trylock_free, r.client_passes, "{lock}/{notify}: one pass per lock taken");
+        assert!(d.sleeps >= 1 && d.handovers >= 1, "{lock}/{notify}: {d:?}");
+        assert!(d.trylock_sampled > 0 && d.trylock_avg_ns > 0.0, "{d:?}");
+        assert!(d.wakeups <= d.sleeps);
+    }
+}
+
+/// -k: inactive clients exist but send nothing.
+#[test]
+fn inactive_clients_send_nothing() {
+    let _serial = serial();
+    let mut cfg = config(vec![vec![spec(50, 10_000_000, 500, 1)]; 3], Alg::Fifo, vec![]);
+    cfg.active = 1;
+    let r = run(&cfg, &AtomicBool::new(false)).unwrap();
+    check_accounting(&r);
+    assert!(r.clients[0].generated > 0 && r.clients[0].active);
+    assert!(r.clients[1..].iter().all(|c| c.generated == 0 && !c.active));
 }

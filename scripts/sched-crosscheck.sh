@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# schedlab sched against the original PSPAT sched, same run, alternating, medians.
+#
+# Usage:
+#   scripts/sched-crosscheck.sh --orig DIR [--runs N] [--secs S] [--sched-cpu C] [--out FILE]
+#       The issue-14 table: five cases, each run alternately (original, schedlab, original, ...)
+#       N times (default 5); prints per case the median Mpps of both, the ratio schedlab/original
+#       and every trial. DIR is a folder holding the original's sources (such as
+#       /work/shared/anchors/sched16); it is copied to a temporary folder OUTSIDE the repository
+#       and built there (BUILD.md's command), never into the tree.
+#   scripts/sched-crosscheck.sh --table [--clients N] [--runs R] [--secs S] [--orig DIR]
+#       The seed's experiment table (columns A-G, clients 1..N, aggregate Mpps, medians of R runs)
+#       printed as the seed prints it; with --orig also the original's table and the ratios.
+#
+# Environment: SCHEDLAB=path/to/schedlab (default: builds target/release/schedlab with cargo).
+# Everything is printed on stdout; progress goes to stderr (silence it with 2>/dev/null), so the
+# integrator can re-run it quietly: scripts/sched-crosscheck.sh --orig DIR 2>/dev/null.
+# Both programs poll with the same intervals: the original reads -i/-c in nanoseconds, schedlab
+# reads bare numbers in microseconds (as the seed's README says), so schedlab gets "ns" suffixes.
+set -euo pipefail
+
+ORIG=""
+RUNS=5
+SECS=1
+SCHED_CPU=1
+TABLE=0
+CLIENTS=""
+OUT=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --orig) ORIG="$2"; shift 2 ;;
+        --runs) RUNS="$2"; shift 2 ;;
+        --secs) SECS="$2"; shift 2 ;;
+        --sched-cpu) SCHED_CPU="$2"; shift 2 ;;
+        --table) TABLE=1; shift ;;
+        --clients) CLIENTS="$2"; shift 2 ;;
+        --out) OUT="$2"; shift 2 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *) echo "sched-crosscheck: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$RUNS" in ''|*[!0-9]*|0) echo "sched-crosscheck: --runs needs a positive integer" >&2; exit 2 ;; esac
+if [ "$TABLE" = 0 ] && [ -z "$ORIG" ]; then
+    echo "sched-crosscheck: give --orig DIR (the original's sources, e.g. /work/shared/anchors/sched16), or --table" >&2
+    exit 2
+fi
+[ -n "$OUT" ] && exec > >(tee "$OUT")
+NCPU=$(nproc)
+[ -z "$CLIENTS" ] && CLIENTS=$NCPU
+if [ "$SCHED_CPU" -ge "$NCPU" ]; then SCHED_CPU=$((NCPU - 1)); fi
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/sched-crosscheck.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+log() { echo "sched-crosscheck: $*" >&2; }
+
+if [ -z "${SCHEDLAB:-}" ]; then
+    log "building schedlab (cargo build --release -p schedlab)"
+    (cd "$REPO" && cargo build --release -p schedlab >&2)
+    SCHEDLAB="$REPO/target/release/schedlab"
+fi
+[ -x "$SCHEDLAB" ] || { echo "sched-crosscheck: $SCHEDLAB is not executable" >&2; exit 1; }
+
+ORIG_BIN=""
+if [ -n "$ORIG" ]; then
+    [ -f "$ORIG/main.c" ] || { echo "sched-crosscheck: $ORIG does not look like the original's sources (no main.c)" >&2; exit 1; }
+    log "building the original from $ORIG in $WORK/orig (outside the repository)"
+    mkdir -p "$WORK/orig"
+    cp -r "$ORIG"/. "$WORK/orig/"
+    (cd "$WORK/orig" && make sched CFLAGS="-O3 -pipe -g -fcommon -DNO_NETMAP -I. -Wno-deprecated-declarations" \
+        LDLIBS="-lpthread -lrt" >&2)
+    ORIG_BIN="$WORK/orig/sched"
+fi
+cd "$WORK"
+
+# mpps_orig ARGS...: the original's TOTAL line "... %.3e pkts %.3e pps" -> Mpps.
+mpps_orig() {
+    local out
+    out=$("$ORIG_BIN" "$@" 2>&1 || true)
+    echo "$out" | awk '/TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "pps") v = $i } END { if (v == "") print "nan"; else printf "%.3f\n", v / 1e6 }'
+}
+# mpps_ours ARGS...: schedlab's TOTAL line "... X.XXX Mpps ..." -> Mpps.
+mpps_ours() {
+    local out
+    out=$("$SCHEDLAB" sched "$@" 2>&1 || true)
+    echo "$out" | awk '/^TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "Mpps") v = $i } END { if (v == "") print "nan"; else print v }'
+}
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "n/a" }'; }
+
+# program FILE CLIENTS RATE LEN BURST: one spec for every client (`thread 0 *`: both accept it).
+program() { printf 'thread 0 *\n%ss %s %s %s\n' "$SECS" "$3" "$4" "$5" > "$1"; }
+
+# pair LABEL CLIENTS "ORIG ARGS" "OURS ARGS": RUNS alternating trials, one result row.
+pair() {
+    local label="$1" o_args="$3" s_args="$4" o="" s="" r mo ms
+    for r in $(seq 1 "$RUNS"); do
+        log "$label: trial $r/$RUNS"
+        if [ -n "$ORIG_BIN" ]; then
+            # shellcheck disable=SC2086
+            o="$o $(mpps_orig $o_args)"
+        fi
+        # shellcheck disable=SC2086
+        s="$s $(mpps_ours $s_args)"
+    done
+    ms=$(echo "$s" | median)
+    if [ -n "$ORIG_BIN" ]; then
+        mo=$(echo "$o" | median)
+        printf '| %s | %s | %s | %s | %s | %s |\n' "$label" "$mo" "$ms" "$(ratio "$ms" "$mo")" "${o# }" "${s# }"
+    else
+        printf '| %s | %s | %s |\n' "$label" "$ms" "${s# }"
+    fi
+}
+
+echo "# schedlab sched vs the original sched, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $NCPU CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# schedlab: $SCHEDLAB ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')); original: ${ORIG:-not given}"
+echo "# scheduler on CPU $SCHED_CPU (-a), ${SECS} s programs, $RUNS alternating trials per case, medians"
+
+if [ "$TABLE" = 0 ]; then
+    A="-a $SCHED_CPU"
+    program p60.txt 1 200G 60 1
+    program pA.txt 1 200G 1500 1
+    echo
+    echo "| case | original Mpps | schedlab Mpps | ratio | original trials | schedlab trials |"
+    echo "|---|---|---|---|---|---|"
+    for t in 1 2; do
+        pair "$t client(s), rr, 60 B, -b 200G -q 512 -i 0 -c 0" "$t" \
+            "$A -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:$t -alg rr" \
+            "$A -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:$t -alg rr"
+    done
+    for t in 1 2; do
+        pair "seed A (1s 200G 1500 1, -b 500G -q 500 -i 5 ns), $t client(s)" "$t" \
+            "$A -t $t -f pA.txt -b 500G -q 500 -i 5 -- -flowsets 1:1500:$t -alg rr" \
+            "$A -t $t -f pA.txt -b 500G -q 500 -i 5ns -c 5us --no-timestamps -- -flowsets 1:1500:$t -alg rr"
+    done
+    pair "-D, 2 clients, as row 2" 2 \
+        "$A -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:2 -alg rr" \
+        "$A -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:2 -alg rr"
+    exit 0
+fi
+
+# The seed's experiment table: columns A-G (rate, packet length, burst, queue, -i in ns).
+COLS="A:200G:1500:1:500:5 B:200G:1500:10:500:5 C:200G:1500:50:500:5 D:200G:1500:200:500:5 E:200G:1500:1000:500:5 F:500G:1500:100:14000:20 G:500G:1500:1000:14000:20"
+echo "# columns: A-E = 200G, 1500, burst 1/10/50/200/1000, -b 500G -q 500 -i 5 ns -alg rr;"
+echo "#          F/G = 500G, 1500, burst 100/1000, -b 500G -q 14000 -i 20 ns -alg rr"
+declare -A OURS ORIGS
+for n in $(seq 1 "$CLIENTS"); do
+    for col in $COLS; do
+        IFS=: read -r name rate len burst q i <<< "$col"
+        program "p$name.txt" "$n" "$rate" "$len" "$burst"
+        o="" s=""
+        for r in $(seq 1 "$RUNS"); do
+            log "column $name, $n client(s): trial $r/$RUNS"
+            if [ -n "$ORIG_BIN" ]; then
+                o="$o $(mpps_orig -a "$SCHED_CPU" -t "$n" -f "p$name.txt" -b 500G -q "$q" -i "$i" -- -flowsets "1:1500:$n" -alg rr)"
+            fi
+            s="$s $(mpps_ours -a "$SCHED_CPU" -t "$n" -f "p$name.txt" -b 500G -q "$q" -i "${i}ns" -c 5us --no-timestamps -- -flowsets "1:1500:$n" -alg rr)"
+        done
+        OURS[$n$name]=$(echo "$s" | median)
+        [ -n "$ORIG_BIN" ] && ORIGS[$n$name]=$(echo "$o" | median)
+    done
+done
+print_table() {
+    local title="$1" n col name
+    echo
+    echo "$title"
+    printf 'Clients\t\taggregate Mpps\n\n\t\tA\tB\tC\tD\tE\tF\tG\n'
+    for n in $(seq 1 "$CLIENTS"); do
+        printf '%s\t' "$n"
+        for col in $COLS; do
+            name=${col%%:*}
+            printf '\t%s' "$(eval "echo \${$2[$n$name]}")"
+        done
+        printf '\n'
+    done
+}
+print_table "schedlab sched" OURS
+if [ -n "$ORIG_BIN" ]; then
+    print_table "original sched" ORIGS
+    echo
+    echo "ratio schedlab / original"
+    printf 'Clients\t\tA\tB\tC\tD\tE\tF\tG\n'
+    for n in $(seq 1 "$CLIENTS"); do
+        printf '%s\t' "$n"
+        for col in $COLS; do
+            name=${col%%:*}
+            printf '\t%s' "$(ratio "${OURS[$n$name]}" "${ORIGS[$n$name]}")"
+        done
+        printf '\n'
+    done
+fi
