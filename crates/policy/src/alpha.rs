@@ -60,7 +60,7 @@ impl Alpha {
     pub fn get(self) -> f64 {
         self.0 as f64 / ONE as f64
     }
-    fn fx(self) -> i64 {
+    pub(crate) fn fx(self) -> i64 {
         self.0
     }
 }
@@ -730,7 +730,7 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         if self.cfg.infinite {
             "SF".into()
         } else if let Some(t) = self.cfg.tracking {
-            format!("track{}-{}", t.low, t.high)
+            crate::spec::track_label("track-insert", t.low.get(), t.high.get(), t.gain)
         } else {
             self.cfg.alpha.to_string()
         }
@@ -850,7 +850,7 @@ mod tests {
         p.enqueue(Message::new('c', 0, 1)).unwrap(); // q=52 -> alpha 52, key 52
         let s: Vec<char> = drain(&mut p).into_iter().filter(|x| x.1).map(|x| x.0).collect();
         assert_eq!(s, vec!['a', 'c', 'b']);
-        assert_eq!(p.label(), "track1-100");
+        assert_eq!(p.label(), "track-insert1-100");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! [`AnyPolicy`]: every policy behind one enum, so front ends choose at run time while the hot loop
 //! stays statically dispatched (no virtual call per packet).
 
-use crate::{AlphaSched, Drr, Fifo, Message, Packet, Policy, PolicyError, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus};
+use crate::{AlphaSched, Drr, TrackSched, Fifo, Message, Packet, Policy, PolicyError, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus};
 
 /// Any policy of this crate.
 // Variants differ in size (QFQ keeps fixed group tables inline); boxing them would add an
@@ -17,6 +17,8 @@ pub enum AnyPolicy<T> {
     RoundRobinHead(RoundRobinHead<T>),
     /// Alpha scheduling (including shortest-first and tracking α).
     Alpha(AlphaSched<T>),
+    /// Tracking α ranked by the current α (§13).
+    Track(TrackSched<T>),
     /// Deficit round robin over weighted flows.
     Drr(Drr<T>),
     /// WF2Q+ over weighted flows.
@@ -32,6 +34,7 @@ macro_rules! each {
             AnyPolicy::RoundRobin($p) => $e,
             AnyPolicy::RoundRobinHead($p) => $e,
             AnyPolicy::Alpha($p) => $e,
+            AnyPolicy::Track($p) => $e,
             AnyPolicy::Drr($p) => $e,
             AnyPolicy::Wf2qPlus($p) => $e,
             AnyPolicy::Qfq($p) => $e,

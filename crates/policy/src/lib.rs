@@ -58,6 +58,7 @@ pub mod qfq;
 mod ring;
 pub mod rr;
 pub mod spec;
+pub mod track;
 pub mod wf2qp;
 
 pub use alpha::{Alpha, AlphaConfig, AlphaSched, Tracking};
@@ -65,6 +66,7 @@ pub use any::AnyPolicy;
 pub use drr::{Drr, FlowWeight};
 pub use qfq::Qfq;
 pub use rr::{Fifo, RoundRobin, RoundRobinHead};
+pub use track::{AlphaStats, TrackSched};
 pub use spec::{BuildOptions, Dialect, Family, PolicySpec, SpecError};
 pub use wf2qp::Wf2qPlus;
 

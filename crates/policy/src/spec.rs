@@ -12,7 +12,8 @@
 //! | `rr'` (also `rrp`, `rr-prime`, `rrh`) | [`RoundRobinHead`], RR′ (§4) | `RR'` |
 //! | `alpha:X` or a number `X` > 0 | [`AlphaSched`] with fixed α = X (§6) | `X` |
 //! | `sf` (also `inf`, `alpha:inf`) | [`AlphaSched`] shortest remaining first, α = ∞ (§5) | `SF` |
-//! | `track:LOW:HIGH[:GAIN]` | [`AlphaSched`] with α tracking the queue (§13) | `trackLOW-HIGH[xGAIN]` |
+//! | `track:LOW:HIGH[:GAIN]` | [`TrackSched`]: α tracking the queue, messages ranked by the current α (§13) | `trackLOW-HIGH[xGAIN]` |
+//! | `track-insert:LOW:HIGH[:GAIN]` | [`AlphaSched`] with α tracking the queue, fixed into each message's priority at insertion | `track-insertLOW-HIGH[xGAIN]` |
 //! | `prio` | [`AlphaSched`] with per-message α (§10) | `prio` |
 //! | `drr` | [`Drr`], deficit round robin over weighted flows | `DRR` |
 //! | `wf2qp` (also `wf2q+`) | [`Wf2qPlus`] over weighted flows | `WF2Q+` |
@@ -36,7 +37,7 @@
 //! round-trip tests below then cover it.
 
 use crate::alpha::ALPHA_MAX;
-use crate::{Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus};
+use crate::{Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Qfq, RoundRobin, RoundRobinHead, TrackSched, Wf2qPlus};
 
 /// α at or above this is shortest-first, as in the report's listing (`1e6`).
 pub const ALPHA_SF: f64 = 1e6;
@@ -64,8 +65,13 @@ pub enum PolicySpec {
     Alpha(f64),
     /// Shortest remaining first (α = ∞, §5).
     ShortestFirst,
-    /// α tracking the queue (§13): `clamp(gain × queued packets, low, high)`.
+    /// α tracking the queue (§13): `clamp(gain × queued packets, low, high)`, every waiting
+    /// message ranked by the current α ([`TrackSched`]). `high` may be infinite (no upper limit
+    /// below [`ALPHA_MAX`]).
     Track { low: f64, high: f64, gain: f64 },
+    /// α tracking the queue, fixed into each message's priority when it is inserted (the first
+    /// implementation of §13; [`AlphaConfig::tracking`]).
+    TrackInsert { low: f64, high: f64, gain: f64 },
     /// Per-message α (§10): each message carries its α; [`BuildOptions::default_alpha`] otherwise.
     Prio,
     /// Deficit round robin over weighted flows.
@@ -98,7 +104,7 @@ pub enum SpecError {
     #[error("policy '{name}': {msg}")]
     BadAlpha { name: String, msg: String },
     /// A malformed `track:LOW:HIGH[:GAIN]`.
-    #[error("policy '{name}': {msg}; write track:LOW:HIGH[:GAIN] with 0 <= LOW <= HIGH and GAIN >= 0, e.g. track:1:100")]
+    #[error("policy '{name}': {msg}; write track:LOW:HIGH[:GAIN] (or track-insert:...) with 0 <= LOW <= HIGH <= 1e9 (HIGH may be inf) and 0 <= GAIN <= 1e9, e.g. track:1:100")]
     BadTrack { name: String, msg: String },
 }
 
@@ -107,11 +113,11 @@ pub fn vocabulary(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sim => {
             "fifo, rr (= mrr, the report's message round robin), mrr, rr', a number alpha >= 0 (or -2/-1/0 as in the \
-             listing: RR', RR, FIFO; >= 1e6: SF), alpha:X, sf, track:LOW:HIGH[:GAIN], prio, drr, wf2qp (wf2q+), qfq"
+             listing: RR', RR, FIFO; >= 1e6: SF), alpha:X, sf, track:LOW:HIGH[:GAIN], track-insert:LOW:HIGH[:GAIN], prio, drr, wf2qp (wf2q+), qfq"
         }
         Dialect::Sched => {
             "fifo, rr (= drr, deficit round robin), drr, wf2qp (wf2q+), qfq, alpha:X or a number alpha >= 0 \
-             (>= 1e6: SF), sf, mrr (message round robin), rr', track:LOW:HIGH[:GAIN], prio"
+             (>= 1e6: SF), sf, mrr (message round robin), rr', track:LOW:HIGH[:GAIN], track-insert:LOW:HIGH[:GAIN], prio"
         }
     }
 }
@@ -175,7 +181,12 @@ impl PolicySpec {
             _ => {}
         }
         if let Some(rest) = low.strip_prefix("track:") {
-            return Self::parse_track(s, rest);
+            let (low, high, gain) = Self::parse_track(s, rest)?;
+            return Ok(PolicySpec::Track { low, high, gain });
+        }
+        if let Some(rest) = low.strip_prefix("track-insert:") {
+            let (low, high, gain) = Self::parse_track(s, rest)?;
+            return Ok(PolicySpec::TrackInsert { low, high, gain });
         }
         if let Some(v) = low.strip_prefix("alpha:") {
             let x: f64 = v.trim().parse().map_err(|_| SpecError::BadAlpha {
@@ -219,7 +230,7 @@ impl PolicySpec {
         }
     }
 
-    fn parse_track(name: &str, rest: &str) -> Result<PolicySpec, SpecError> {
+    fn parse_track(name: &str, rest: &str) -> Result<(f64, f64, f64), SpecError> {
         let bad = |msg: String| SpecError::BadTrack { name: name.into(), msg };
         let f: Vec<&str> = rest.split(':').collect();
         if !(2..=3).contains(&f.len()) {
@@ -229,17 +240,19 @@ impl PolicySpec {
         let (low, high) = (num(f[0], "LOW")?, num(f[1], "HIGH")?);
         let gain = if f.len() == 3 { num(f[2], "GAIN")? } else { 1.0 };
         for (v, what) in [(low, "LOW"), (high, "HIGH")] {
-            if !(v.is_finite() && (0.0..=ALPHA_MAX).contains(&v)) {
-                return Err(bad(format!("{what} {v} must be in [0, {ALPHA_MAX}]")));
+            // HIGH = inf: no upper limit (α is then capped at ALPHA_MAX, as every α is).
+            let inf_high = what == "HIGH" && v == f64::INFINITY;
+            if !inf_high && !(v.is_finite() && (0.0..=ALPHA_MAX).contains(&v)) {
+                return Err(bad(format!("{what} {v} must be in [0, {ALPHA_MAX}] (HIGH may also be inf)")));
             }
         }
         if high < low {
             return Err(bad(format!("HIGH {high} is below LOW {low}")));
         }
-        if !(gain.is_finite() && gain >= 0.0) {
-            return Err(bad(format!("GAIN {gain} must be a finite number >= 0")));
+        if !(gain.is_finite() && (0.0..=ALPHA_MAX).contains(&gain)) {
+            return Err(bad(format!("GAIN {} must be a number in [0, {ALPHA_MAX}]", num_label(gain))));
         }
-        Ok(PolicySpec::Track { low, high, gain })
+        Ok((low, high, gain))
     }
 
     /// The canonical name: parses back to this spec in every dialect.
@@ -251,6 +264,7 @@ impl PolicySpec {
             PolicySpec::Alpha(a) => format!("alpha:{a}"),
             PolicySpec::ShortestFirst => "sf".into(),
             PolicySpec::Track { low, high, gain } => format!("track:{low}:{high}:{gain}"),
+            PolicySpec::TrackInsert { low, high, gain } => format!("track-insert:{low}:{high}:{gain}"),
             PolicySpec::Prio => "prio".into(),
             PolicySpec::Drr => "drr".into(),
             PolicySpec::Wf2qPlus => "wf2qp".into(),
@@ -267,13 +281,8 @@ impl PolicySpec {
             PolicySpec::RoundRobinHead => "RR'".into(),
             PolicySpec::Alpha(a) => format!("{a}"),
             PolicySpec::ShortestFirst => "SF".into(),
-            PolicySpec::Track { low, high, gain } => {
-                if *gain == 1.0 {
-                    format!("track{low}-{high}")
-                } else {
-                    format!("track{low}-{high}x{gain}")
-                }
-            }
+            PolicySpec::Track { low, high, gain } => track_label("track", *low, *high, *gain),
+            PolicySpec::TrackInsert { low, high, gain } => track_label("track-insert", *low, *high, *gain),
             PolicySpec::Prio => "prio".into(),
             PolicySpec::Drr => "DRR".into(),
             PolicySpec::Wf2qPlus => "WF2Q+".into(),
@@ -295,14 +304,16 @@ impl PolicySpec {
         self.family() == Family::Flow
     }
 
-    /// The alpha configuration of the alpha family (`alpha:X`, `sf`, `track:..`, `prio`); `None`
-    /// for the others.
+    /// The alpha configuration of the alpha family (`alpha:X`, `sf`, `track:..`, `track-insert:..`,
+    /// `prio`); `None` for the others. `track:` is built as a [`TrackSched`] from its `tracking`.
     pub fn alpha_config(&self, opts: &BuildOptions<'_>) -> Option<AlphaConfig> {
         let a = |x: f64| Alpha::new(x).expect("validated by parse");
         let mut cfg = match self {
             PolicySpec::Alpha(x) => AlphaConfig::fixed(a(*x)),
             PolicySpec::ShortestFirst => AlphaConfig::shortest_first(),
-            PolicySpec::Track { low, high, gain } => AlphaConfig::tracking(a(*low), a(*high), *gain),
+            PolicySpec::Track { low, high, gain } | PolicySpec::TrackInsert { low, high, gain } => {
+                AlphaConfig::tracking(a(*low), a(high.min(ALPHA_MAX)), *gain)
+            }
             PolicySpec::Prio => AlphaConfig::fixed(opts.default_alpha.unwrap_or_else(|| a(10.0))),
             _ => return None,
         };
@@ -322,6 +333,10 @@ impl PolicySpec {
             PolicySpec::Drr => AnyPolicy::Drr(Drr::new(opts.flows)),
             PolicySpec::Wf2qPlus => AnyPolicy::Wf2qPlus(Wf2qPlus::new(opts.flows)),
             PolicySpec::Qfq => AnyPolicy::Qfq(Qfq::new(opts.flows)),
+            PolicySpec::Track { .. } => {
+                let cfg = self.alpha_config(opts).expect("alpha family");
+                AnyPolicy::Track(TrackSched::new(cfg.tracking.expect("tracking"), cfg.in_order))
+            }
             alpha => AnyPolicy::Alpha(AlphaSched::new(alpha.alpha_config(opts).expect("alpha family"))),
         }
     }
@@ -335,11 +350,31 @@ impl PolicySpec {
             PolicySpec::Alpha(10.0),
             PolicySpec::ShortestFirst,
             PolicySpec::Track { low: 1.0, high: 100.0, gain: 1.0 },
+            PolicySpec::TrackInsert { low: 1.0, high: 100.0, gain: 1.0 },
             PolicySpec::Prio,
             PolicySpec::Drr,
             PolicySpec::Wf2qPlus,
             PolicySpec::Qfq,
         ]
+    }
+}
+
+/// A number for a label: plain when short, `1e300` style when it would be long.
+fn num_label(x: f64) -> String {
+    let plain = format!("{x}");
+    if plain.len() <= 12 {
+        plain
+    } else {
+        format!("{x:e}")
+    }
+}
+
+pub(crate) fn track_label(kind: &str, low: f64, high: f64, gain: f64) -> String {
+    let (low, high) = (num_label(low), num_label(high));
+    if gain == 1.0 {
+        format!("{kind}{low}-{high}")
+    } else {
+        format!("{kind}{low}-{high}x{}", num_label(gain))
     }
 }
 
@@ -403,24 +438,29 @@ mod tests {
                 AnyPolicy::RoundRobin(_) => "rr",
                 AnyPolicy::RoundRobinHead(_) => "rrh",
                 AnyPolicy::Alpha(_) => "alpha",
+                AnyPolicy::Track(_) => "track",
                 AnyPolicy::Drr(_) => "drr",
                 AnyPolicy::Wf2qPlus(_) => "wf2qp",
                 AnyPolicy::Qfq(_) => "qfq",
             })
             .collect();
         kinds.dedup();
-        assert_eq!(kinds, ["fifo", "rr", "rrh", "alpha", "drr", "wf2qp", "qfq"]);
+        assert_eq!(kinds, ["fifo", "rr", "rrh", "alpha", "track", "alpha", "drr", "wf2qp", "qfq"]);
     }
 
     #[test]
     fn labels_are_the_reports_and_match_the_built_policy() {
         let labels: Vec<String> = PolicySpec::examples().iter().map(PolicySpec::label).collect();
-        assert_eq!(labels, ["FIFO", "RR", "RR'", "10", "SF", "track1-100", "prio", "DRR", "WF2Q+", "QFQ"]);
+        assert_eq!(labels, ["FIFO", "RR", "RR'", "10", "SF", "track1-100", "track-insert1-100", "prio", "DRR", "WF2Q+", "QFQ"]);
         let flows = [FlowWeight::new(1, 1500)];
         for s in PolicySpec::examples().into_iter().filter(|s| *s != PolicySpec::Prio) {
             assert_eq!(s.build::<u32>(&BuildOptions::default().flows(&flows)).label(), s.label());
         }
         assert_eq!(p("track:1:100:2", Dialect::Sim).label(), "track1-100x2");
+        assert_eq!(p("track-insert:1:100:2", Dialect::Sim).label(), "track-insert1-100x2");
+        assert_eq!(p("track:1:inf", Dialect::Sim).label(), "track1-inf");
+        assert_eq!(p("track:1:inf", Dialect::Sim), PolicySpec::Track { low: 1.0, high: f64::INFINITY, gain: 1.0 });
+        assert_eq!(p("track:1:100:123456789.5", Dialect::Sim).label(), "track1-100x1.234567895e8");
         assert_eq!(p("0.3", Dialect::Sim).label(), "0.3");
     }
 
@@ -436,6 +476,10 @@ mod tests {
             assert!(PolicySpec::parse("track:1", d).is_err());
             assert!(PolicySpec::parse("track:1:2:-1", d).is_err());
             assert!(PolicySpec::parse("track:1:1e12", d).is_err());
+            let e = PolicySpec::parse("track:1:100:1e308", d).unwrap_err().to_string();
+            assert!(e.contains("GAIN 1e308 must be") && e.len() < 300, "{e}");
+            assert!(PolicySpec::parse("track:inf:inf", d).is_err());
+            assert!(PolicySpec::parse("track-insert:1", d).is_err());
             assert!(PolicySpec::parse("nan", d).is_err());
             assert!(PolicySpec::parse("-5", d).is_err());
             assert!(PolicySpec::parse("", d).is_err());
@@ -495,8 +539,10 @@ mod tests {
         #[test]
         fn track_round_trips(low in 0.0f64..100.0, span in 0.0f64..100.0, gain in 0.0f64..10.0) {
             let s = PolicySpec::Track { low, high: low + span, gain };
+            let i = PolicySpec::TrackInsert { low, high: low + span, gain };
             for d in BOTH {
                 prop_assert_eq!(PolicySpec::parse(&s.name(), d).unwrap(), s.clone());
+                prop_assert_eq!(PolicySpec::parse(&i.name(), d).unwrap(), i.clone());
             }
         }
     }

@@ -36,7 +36,9 @@ pub const DEFAULT_PACKETS: u64 = 100_000_000;
     after_help = "Examples:\n  schedlab sim                                   # 90% traffic, 13 strategies\n  schedlab sim -t 50 -t 95                        # the listing's flags\n  schedlab sim --traffic 50,90,95 --plot figs     # Figures 1-4 as SVG\n  schedlab sim -a -2 -a -1 -a 0 -a 10 -a 1e6 -t 95 --classic\n  schedlab sim -m 1 5 90 -m 20 20 10 --alphas FIFO,10,track:1:100,SF"
 )]
 struct SimArgs {
-    /// Traffic levels in percent, in (0, 100); repeatable or comma-separated [default: 90]
+    /// Traffic levels in percent, in (0, 100); repeatable or comma-separated [default: 90]. With
+    /// --closed N it is the offered load: the think time is exponential with mean
+    /// N x E[length] x 100 / traffic, and the load carried (printed) is lower
     #[arg(short = 't', long = "traffic", value_delimiter = ',', action = clap::ArgAction::Append)]
     traffic: Vec<f64>,
     /// Strategies: RR', RR (the report's message round robin, also mrr), FIFO, SF, a number α (or alpha:X),
@@ -74,13 +76,17 @@ struct SimArgs {
     /// Random seed (printed with every result)
     #[arg(long = "seed", default_value_t = 1)]
     seed: u64,
-    /// Spread messages over N applications (for --in-order and reordering counts)
-    #[arg(long = "apps", default_value_t = 1)]
-    apps: u32,
-    /// §11: deliver each application's messages in order (alpha strategies)
+    /// Spread messages over N applications, at most 1000000 (for --in-order and reordering
+    /// counts; in closed loop --closed N sets the applications) [default: 1]
+    #[arg(long = "apps")]
+    apps: Option<u32>,
+    /// §11: deliver each application's messages in order (alpha strategies; needs several
+    /// applications: --apps N or --closed N)
     #[arg(long = "in-order")]
     in_order: bool,
-    /// §2: N closed-loop applications, each sending its next message only after the previous one is delivered
+    /// §2: N closed-loop applications (at most 1000000), each sending its next message an
+    /// exponential think time after its previous one is delivered (its last packet starts
+    /// service); -t sets the offered load
     #[arg(long = "closed", value_name = "N")]
     closed: Option<u32>,
     /// §10: per-message α classes ALPHA:PERCENT,... used by the `prio` strategy (added if not listed)
@@ -213,8 +219,18 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
     if a.batches < 2 {
         bail!("--batches {}: at least 2 batches are needed for a confidence interval", a.batches);
     }
-    if a.apps == 0 {
+    if a.apps == Some(0) {
         bail!("--apps 0: there must be at least one application");
+    }
+    for (opt, v) in [("--apps", a.apps), ("--closed", a.closed)] {
+        if let Some(n) = v.filter(|&n| n > MAX_APPS) {
+            bail!("{opt} {n}: at most {MAX_APPS} applications are supported (each needs its own state in every strategy)");
+        }
+    }
+    if let (Some(n), Some(c)) = (a.apps, a.closed) {
+        if n != c {
+            bail!("--apps {n} with --closed {c}: in closed loop the applications are the --closed ones; drop --apps");
+        }
     }
     let packets = a.packets.unwrap_or(DEFAULT_PACKETS);
     let service = Service::parse(&a.service)?;
@@ -223,7 +239,7 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         None => Vec::new(),
     };
     let n_weights = weights.len() as u32;
-    let apps = match (a.weights.is_some(), a.apps) {
+    let apps = match (a.weights.is_some(), a.apps.unwrap_or(1)) {
         (true, 1) => n_weights,
         (true, n) if n != n_weights => {
             bail!("--apps {n} but --weights gives {n_weights} weights: give one weight per application")
@@ -255,7 +271,11 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         let tr = parse_trace(&text, p, unit)?;
         let span = tr.last().map(|x| x.time).unwrap_or(0.0).max(1e-9);
         let pk: u64 = tr.iter().map(|x| u64::from(x.len)).sum();
-        let apps = tr.iter().map(|x| x.app).max().unwrap_or(0) + 1;
+        let apps = tr.iter().map(|x| x.app).max().unwrap_or(0).saturating_add(1);
+        if apps > MAX_APPS {
+            bail!("{}: application {} is above the {MAX_APPS} applications supported", p.display(), apps - 1);
+        }
+        check_in_order(a.in_order, apps.max(base.apps), false)?;
         if a.weights.is_some() && apps > n_weights {
             bail!("{}: the trace has applications 0..={} but --weights gives {n_weights} weights", p.display(), apps - 1);
         }
@@ -263,6 +283,7 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         let traffic = (pk as f64 / span * 100.0).min(99.999);
         return Ok(vec![SimConfig { traffic, apps: apps.max(base.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
     }
+    check_in_order(a.in_order, a.closed.unwrap_or(base.apps), a.closed.is_some())?;
     let levels = if a.traffic.is_empty() { vec![90.0] } else { a.traffic.clone() };
     let mut out = Vec::new();
     for t in levels {
@@ -276,6 +297,23 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         out.push(SimConfig { traffic: t, apps, arrivals, ..base.clone() });
     }
     Ok(out)
+}
+
+/// Most applications `--apps` and `--closed` accept: every strategy keeps per-application state.
+pub const MAX_APPS: u32 = 1_000_000;
+
+/// §11 needs several applications: with one, every message belongs to it, so keeping its
+/// messages in order turns every alpha strategy (SF included) into FIFO.
+fn check_in_order(in_order: bool, apps: u32, closed: bool) -> Result<()> {
+    if in_order && apps < 2 {
+        bail!(
+            "--in-order with a single application{}: all messages belong to it, so keeping them in order would make \
+             every alpha strategy (SF included) FIFO; give several applications with {}",
+            if closed { " (--closed 1)" } else { " (--apps 1, the default)" },
+            if closed { "--closed N (N >= 2)" } else { "--apps N (N >= 2) or --closed N" }
+        );
+    }
+    Ok(())
 }
 
 fn sim_main(a: SimArgs) -> Result<i32> {
@@ -345,6 +383,7 @@ fn sim_main(a: SimArgs) -> Result<i32> {
     for r in &results {
         out.push('\n');
         out.push_str(&raw_table(r));
+        out.push_str(&crate::questions::closed_loop_table(r));
         if !a.brief {
             out.push_str(&extra_tables(r, a.batches));
         }

@@ -136,7 +136,7 @@ pub struct StrategyResult {
     pub overall: LatStats,
     /// Per §10 α class (empty unless `--msg-alpha`).
     pub by_class: Vec<LatStats>,
-    /// Messages delivered before an earlier message of the same application.
+    /// Messages delivered after a later message of the same application (overtaken: §11).
     pub reordered: u64,
     pub packets_out: u64,
     pub qlen_pkts: f64,
@@ -145,6 +145,22 @@ pub struct StrategyResult {
     pub period_max: f64,
     /// Renormalisations of the alpha clock (0 for other strategies).
     pub clock_renormalisations: u64,
+    /// Per (§10 class, length): latency (empty unless `--msg-alpha`).
+    pub by_class_len: Vec<crate::questions::ClassLen>,
+    /// §13: the α a tracking strategy (`track:`) chose; `None` for the others.
+    pub alpha_chosen: Option<crate::questions::AlphaChosen>,
+    /// §11 in-order delivery applies to this strategy (the alpha family, with `--in-order`).
+    pub in_order_applies: bool,
+    /// This strategy's sample path: packets in, simulated time and qlen's 95% half-width (the
+    /// run's own in open loop; each strategy's own in closed loop).
+    pub packets_in: u64,
+    pub sim_time_tu: f64,
+    pub qlen_ci95_pkts: f64,
+    /// Offered load, a fraction of the outlet's capacity: traffic / 100 (closed loop: the load
+    /// with zero queueing delay, N x E[length] / mean think time).
+    pub offered_load: f64,
+    /// Carried load: packets sent / simulated time.
+    pub carried_load: f64,
 }
 
 /// One `>>` block of the listing: cumulative state at a report time.
@@ -154,6 +170,9 @@ pub struct Checkpoint {
     pub packets_in: u64,
     /// Per strategy: (listing α, qlen, packets out, per-length mean latencies in length order, avlat).
     pub rows: Vec<(f64, f64, u64, Vec<f64>, f64)>,
+    /// Closed loop: packets in of each row's own sample path (empty: `packets_in` for all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub row_packets_in: Vec<u64>,
 }
 
 /// Results of one run (one traffic level).
@@ -170,6 +189,13 @@ pub struct RunResult {
     pub checkpoints: Vec<Checkpoint>,
     /// True when the run was stopped early (Ctrl-C); statistics cover what ran.
     pub interrupted: bool,
+    /// Closed loop (§2): the number of applications (then `sim_time_tu`, `qlen_pkts` and
+    /// `qlen_ci95_pkts` are per strategy, and NaN here).
+    pub closed_apps: Option<u32>,
+    /// Applications messages are spread over.
+    pub apps: u32,
+    /// §11 in-order delivery was asked for.
+    pub in_order: bool,
 }
 
 /// Latency accumulator for one message length (or one class) of one strategy.
@@ -314,6 +340,8 @@ struct LaneStats {
     /// Batch means of all messages together (the per-length accumulators hold the data).
     overall_bmeans: Vec<f64>,
     by_class: Vec<Acc>,
+    /// Per (§10 class, length).
+    by_class_len: Vec<Vec<crate::questions::CellAcc>>,
     last_seq: Vec<u32>,
     seen: Vec<bool>,
     reordered: u64,
@@ -325,6 +353,9 @@ struct LaneStats {
 }
 
 struct Lane {
+    /// §10 class α values (for the per-class tables) and §11 asked for.
+    class_alphas: Vec<f64>,
+    in_order: bool,
     strategy: Strategy,
     policy: AnyPolicy<Msg>,
     stats: LaneStats,
@@ -349,6 +380,8 @@ impl Lane {
             Vec::new()
         };
         Lane {
+            class_alphas: cfg.msg_alpha.iter().map(|c| c.alpha).collect(),
+            in_order: cfg.in_order,
             strategy: s.clone(),
             policy,
             stats: LaneStats {
@@ -356,6 +389,7 @@ impl Lane {
                 extra: !cfg.msg_alpha.is_empty() || apps > 0,
                 overall_bmeans: Vec::new(),
                 by_class: cfg.msg_alpha.iter().map(|_| Acc::new()).collect(),
+                by_class_len: Vec::new(),
                 last_seq: vec![0; apps],
                 seen: vec![false; apps],
                 reordered: 0,
@@ -378,6 +412,7 @@ impl Lane {
             AnyPolicy::RoundRobin(p) => replay::<_, false>(p, st, path, delivered),
             AnyPolicy::RoundRobinHead(p) => replay::<_, false>(p, st, path, delivered),
             AnyPolicy::Alpha(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::Track(p) => replay::<_, false>(p, st, path, delivered),
             #[allow(unreachable_patterns)]
             other => replay::<_, false>(other, st, path, delivered),
         }
@@ -403,6 +438,17 @@ impl Lane {
                 AnyPolicy::Alpha(a) => a.renormalisations(),
                 _ => 0,
             },
+            by_class_len: crate::questions::class_len_results(&st.by_class_len, &self.class_alphas),
+            alpha_chosen: match &self.policy {
+                AnyPolicy::Track(t) => Some(t.alpha_stats().into()),
+                _ => None,
+            },
+            in_order_applies: self.in_order && matches!(self.policy, AnyPolicy::Alpha(_) | AnyPolicy::Track(_)),
+            packets_in: 0,
+            sim_time_tu: 0.0,
+            qlen_ci95_pkts: 0.0,
+            offered_load: 0.0,
+            carried_load: 0.0,
         }
     }
 }
@@ -422,6 +468,7 @@ impl LaneStats {
     fn delivered_extra(&mut self, m: Msg, lat: f64) {
         if let Some(c) = self.by_class.get_mut(m.class as usize) {
             c.add(lat);
+            crate::questions::record_class_len(&mut self.by_class_len, m.class, m.len, lat);
         }
         if !self.last_seq.is_empty() {
             let a = m.app as usize;
@@ -445,6 +492,7 @@ impl LaneStats {
         for a in &mut self.by_class {
             a.close_batch();
         }
+        self.by_class_len.iter_mut().flatten().for_each(crate::questions::CellAcc::close_batch);
     }
 
     /// All messages together: per-length accumulators merged.
@@ -1006,19 +1054,8 @@ pub fn run_threads(cfg: &SimConfig, ctl: &Control, threads: usize) -> RunResult 
                 results[i] = Some(r);
             }
         });
-        let mut merged: Option<RunResult> = None;
-        for r in results.into_iter().map(|r| r.expect("every strategy ran")) {
-            merged = Some(match merged {
-                None => r,
-                Some(mut m) => {
-                    m.strategies.extend(r.strategies);
-                    m.interrupted |= r.interrupted;
-                    m.checkpoints.clear();
-                    m
-                }
-            });
-        }
-        return merged.expect("at least one strategy");
+        let runs = results.into_iter().map(|r| r.expect("every strategy ran")).collect();
+        return crate::questions::merge_closed(runs).expect("at least one strategy");
     }
     run_open(cfg, ctl, max_len, true, threads)
 }
@@ -1218,6 +1255,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
                     Some((listing_alpha(&l.strategy), q, out, lens, all))
                 })
                 .collect(),
+            row_packets_in: Vec::new(),
         })
         .collect();
     RunResult {
@@ -1227,9 +1265,22 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
         sim_time_tu: gen.now,
         qlen_pkts: qlen,
         qlen_ci95_pkts: ci95(&gen.qbatches),
-        strategies: lanes.iter().map(|l| l.result(qlen)).collect(),
+        strategies: lanes
+            .iter()
+            .map(|l| {
+                let mut s = l.result(qlen);
+                crate::questions::fill_path_fields(&mut s, cfg.traffic, ctl_packets, gen.now, ci95(&gen.qbatches));
+                s
+            })
+            .collect(),
         checkpoints,
         interrupted: gen.interrupted,
+        closed_apps: match cfg.arrivals {
+            Arrivals::Closed { apps } => Some(apps),
+            _ => None,
+        },
+        apps: gen.apps,
+        in_order: cfg.in_order,
     }
 }
 

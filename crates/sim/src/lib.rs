@@ -19,6 +19,7 @@ pub mod expo;
 pub mod model;
 pub mod output;
 pub mod plot;
+pub mod questions;
 pub mod replay;
 
 pub use engine::{run, Arrivals, Control, RunResult, SimConfig};

@@ -181,8 +181,9 @@ pub fn report_defaults() -> Vec<Strategy> {
     v
 }
 
-/// The listing's numeric α for the `>>` lines (−2, −1, 0, α, 1e6); beyond the listing: tracking
-/// gives its HIGH, prio −3, DRR −4, WF2Q+ −5, QFQ −6.
+/// The listing's numeric α for the `>>` lines (−2, −1, 0, α, 1e6); beyond the listing (the `>>`
+/// lines print their label instead): prio −3, DRR −4, WF2Q+ −5, QFQ −6, tracking −7, tracking
+/// fixed at insertion −8.
 pub fn listing_alpha(s: &Strategy) -> f64 {
     match s {
         PolicySpec::RoundRobinHead => -2.0,
@@ -190,7 +191,8 @@ pub fn listing_alpha(s: &Strategy) -> f64 {
         PolicySpec::Fifo => 0.0,
         PolicySpec::Alpha(a) => *a,
         PolicySpec::ShortestFirst => 1e6,
-        PolicySpec::Track { high, .. } => *high,
+        PolicySpec::Track { .. } => -7.0,
+        PolicySpec::TrackInsert { .. } => -8.0,
         PolicySpec::Prio => -3.0,
         PolicySpec::Drr => -4.0,
         PolicySpec::Wf2qPlus => -5.0,
@@ -228,7 +230,9 @@ pub fn parse_alpha_classes(s: &str) -> Result<Vec<AlphaClass>, ModelError> {
         return Err(ModelError::Other("--msg-alpha needs at least one ALPHA:PERCENT".into()));
     }
     if (sum - 100.0).abs() > 1e-6 {
-        return Err(ModelError::PercentSum(sum));
+        return Err(ModelError::Other(format!(
+            "--msg-alpha percentages sum to {sum}, not 100: make the PERCENT of the ALPHA:PERCENT entries add up to 100 (e.g. 1:50,100:50)"
+        )));
     }
     Ok(v)
 }

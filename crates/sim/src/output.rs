@@ -134,12 +134,9 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
             let _ = writeln!(s, "{}\t{}", st.label, cells.join("\t"));
         }
     }
-    if r.strategies.iter().any(|x| x.reordered > 0) || r.strategies.iter().any(|x| x.label.is_empty()) {
-        let _ = writeln!(s, "\nMessages delivered out of order per application (§11):");
-        for st in &r.strategies {
-            let _ = writeln!(s, "{}\t{}", st.label, st.reordered);
-        }
-    }
+    s.push_str(&crate::questions::class_len_table(r));
+    s.push_str(&crate::questions::reorder_table(r));
+    s.push_str(&crate::questions::alpha_chosen_table(r));
     if r.interrupted {
         let _ = writeln!(s, "\n(interrupted: statistics cover the {} packets that arrived)", thousands(r.packets_in));
     }
@@ -176,14 +173,15 @@ pub fn classic_lines(r: &RunResult) -> String {
     let t = fmt_g(r.traffic_pct);
     for c in &r.checkpoints {
         s.push('\n');
-        for (alpha, q, out, lens, avg) in &c.rows {
+        for (i, (alpha, q, out, lens, avg)) in c.rows.iter().enumerate() {
             let lats: Vec<String> = lens.iter().map(|m| centi(*m).to_string()).collect();
+            let label = r.strategies.get(i).map_or("", |st| st.label.as_str());
             let _ = writeln!(
                 s,
                 ">> {t} {} {} {} {} {} {}",
-                fmt_g(*alpha),
+                crate::questions::classic_alpha(*alpha, label),
                 centi(*q),
-                c.packets_in,
+                crate::questions::row_packets_in(c, i),
                 out,
                 lats.join(" "),
                 centi(*avg)
@@ -196,9 +194,9 @@ pub fn classic_lines(r: &RunResult) -> String {
         let _ = writeln!(
             s,
             ">> {t} {} {} {} {} {} {}",
-            fmt_g(st.listing_alpha),
+            crate::questions::classic_alpha(st.listing_alpha, &st.label),
             centi(st.qlen_pkts),
-            r.packets_in,
+            if r.closed_apps.is_some() { st.packets_in } else { r.packets_in },
             st.packets_out,
             lats.join(" "),
             centi(st.overall.mean_tu)

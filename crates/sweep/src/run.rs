@@ -80,10 +80,10 @@ pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>> {
                 // §12 effective packet period: (latency + 1) / length (the mean length for all messages).
                 Value::f((l.mean_tu + 1.0) / len),
                 Value::f(st.qlen_pkts),
-                Value::f(r.qlen_ci95_pkts),
-                Value::Int(r.packets_in as i64),
+                Value::f(st.qlen_ci95_pkts),
+                Value::Int(st.packets_in as i64),
                 Value::Int(st.packets_out as i64),
-                Value::f(r.sim_time_tu),
+                Value::f(st.sim_time_tu),
                 Value::Str(crate::VERSION.into()),
             ]);
         }
