@@ -460,7 +460,7 @@ mod tests {
         assert_eq!(p("track-insert:1:100:2", Dialect::Sim).label(), "track-insert1-100x2");
         assert_eq!(p("track:1:inf", Dialect::Sim).label(), "track1-inf");
         assert_eq!(p("track:1:inf", Dialect::Sim), PolicySpec::Track { low: 1.0, high: f64::INFINITY, gain: 1.0 });
-        assert_eq!(p("track:1:100:123456789.5", Dialect::Sim).label(), "track1-100x1.234567895e8");
+        assert_eq!(p("track:1:100:0.000123456789123", Dialect::Sim).label(), "track1-100x1.23456789123e-4");
         assert_eq!(p("0.3", Dialect::Sim).label(), "0.3");
     }
 

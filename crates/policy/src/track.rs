@@ -561,7 +561,7 @@ mod tests {
         assert!((s.mean - want).abs() < 1e-9, "{} vs {want}", s.mean);
         assert_eq!((s.min, s.max), (2.0, 10.0));
         assert_eq!(s.p50, 7.5); // the 15th smallest q is 15
-        assert_eq!(p.label(), "track2-10");
+        assert_eq!(p.label(), "track2-10x0.5");
         // A lone message's bypass records the same α samples.
         let mut b = TrackSched::<u8>::new(tr(2.0, 10.0, 0.5), false);
         assert!(b.bypass(30));
