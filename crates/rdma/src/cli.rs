@@ -24,7 +24,7 @@ use crate::types::{MsgSize, Op, PollMode};
 static STOP: AtomicBool = AtomicBool::new(false);
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum BackendArg {
+pub enum BackendArg {
     /// libibverbs (needs an RDMA device and a build with the rdma-verbs feature)
     Verbs,
     /// the same work-request/completion semantics over TCP (any machine; output labelled EMULATED)
@@ -43,7 +43,7 @@ Without an RDMA device add --backend emulated to every benchmark command.";
 /// perftest-style RDMA flow benchmark with per-message timestamps.
 #[derive(Debug, Parser)]
 #[command(name = "schedlab rdma", after_help = BENCH_EXAMPLES)]
-struct BenchArgs {
+pub struct BenchArgs {
     /// Server address to connect to; without it this end is the server and waits for one client
     server: Option<String>,
     /// Accepted for the seed's command lines: timestamps come from the monotonic clock, so no
@@ -103,7 +103,7 @@ struct BenchArgs {
 /// How two concurrent flows shared the link (the seed's method, and more).
 #[derive(Debug, Parser)]
 #[command(name = "schedlab rdma share")]
-struct ShareArgs {
+pub struct ShareArgs {
     /// First flow's -o file
     a: PathBuf,
     /// Second flow's -o file
@@ -162,17 +162,31 @@ fn parse_window_us(s: &str) -> Result<f64, String> {
 
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
+    match parse_args(args) {
+        Ok(RdmaCommand::Share(a)) => run_share(&a, &mut std::io::stdout().lock()).map(|()| 0),
+        Ok(RdmaCommand::Bench(a)) => run_bench(&a),
+        Err(e) => match e.downcast::<clap::Error>() {
+            Ok(c) => clap_exit(c),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// One `rdma` or `rdma share` command line, parsed: nothing is run, printed or opened.
+#[derive(Debug)]
+pub enum RdmaCommand {
+    Bench(BenchArgs),
+    Share(ShareArgs),
+}
+
+/// Parses a command line (`args[0]` is the command name). Help, version and usage errors are
+/// `Err` holding the `clap::Error`.
+pub fn parse_args(args: Vec<OsString>) -> Result<RdmaCommand> {
     if args.get(1).is_some_and(|a| a == "share") {
         let rest: Vec<OsString> = std::iter::once(OsString::from("schedlab rdma share")).chain(args.into_iter().skip(2)).collect();
-        return match ShareArgs::try_parse_from(rest) {
-            Ok(a) => run_share(&a, &mut std::io::stdout().lock()).map(|()| 0),
-            Err(e) => clap_exit(e),
-        };
+        return Ok(RdmaCommand::Share(ShareArgs::try_parse_from(rest)?));
     }
-    match BenchArgs::try_parse_from(args) {
-        Ok(a) => run_bench(&a),
-        Err(e) => clap_exit(e),
-    }
+    Ok(RdmaCommand::Bench(BenchArgs::try_parse_from(args)?))
 }
 
 fn clap_exit(e: clap::Error) -> Result<i32> {
