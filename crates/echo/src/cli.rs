@@ -209,7 +209,7 @@ fn congestion_choice(s: &str) -> Option<String> {
 }
 
 /// A number of rounds: a whole number, at least 1.
-pub(crate) fn parse_rounds(s: &str) -> Result<u64, String> {
+pub fn parse_rounds(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("rounds must be at least 1".into()),
         Ok(n) => Ok(n),

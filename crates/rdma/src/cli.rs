@@ -143,7 +143,7 @@ fn parse_size(s: &str) -> Result<MsgSize, String> {
 }
 
 /// A window length in microseconds: `40ms`, `500us`, `1s`, or a bare number of milliseconds.
-fn parse_window_us(s: &str) -> Result<f64, String> {
+pub fn parse_window_us(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, mult) = if let Some(n) = t.strip_suffix("us") {
         (n, 1.0)
@@ -288,7 +288,7 @@ fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
 }
 
 /// One flow from its file and the options that override or complete its header.
-fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
+pub fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
     let meta = f.meta.clone().unwrap_or_default();
     let lower = name.to_ascii_lowercase();
     let conflict = |opt: &'static str, given: u64, header: u64| ShareError::Conflict { flow: name, opt, given, header };
