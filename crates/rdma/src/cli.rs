@@ -155,7 +155,7 @@ pub fn parse_window_us(s: &str) -> Result<f64, String> {
         (t, 1e3)
     };
     match num.trim().parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * mult),
+        Ok(v) if v > 0.0 && (v * mult).is_finite() => Ok(v * mult),
         _ => Err(format!("'{s}' is not a positive duration (examples: 40ms, 500us, 1s)")),
     }
 }
@@ -405,6 +405,11 @@ mod tests {
         assert_eq!(parse_window_us("40"), Ok(40_000.0));
         assert!(parse_window_us("0ms").is_err());
         assert!(parse_window_us("fast").is_err());
+        // Fuzz regression (fuzz/regressions/units/window_overflow): a finite number whose unit
+        // scaling overflows gave an infinite window.
+        assert!(parse_window_us("3e305").is_err());
+        assert!(parse_window_us("1e303s").is_err());
+        assert_eq!(parse_window_us("1e300"), Ok(1e303));
     }
 
     #[test]
