@@ -21,30 +21,48 @@ use crate::{stats, sys, EchoError, Size};
 
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
-    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
-    match cmd.as_str() {
-        "echo" => with_args::<EchoArgs>(args, |a| echo(a, None)),
-        "burst" | "test-burst" => with_args::<BurstArgs>(args, burst),
-        "hist" => with_args::<HistArgs>(args, hist),
-        "echo-bench" => with_args::<crate::bench::BenchArgs>(args, crate::bench::main),
-        c => match c.strip_prefix("echo-").map(str::parse::<Mode>) {
-            Some(Ok(m)) => with_args::<EchoArgs>(args, |a| echo(a, Some(m))),
-            Some(Err(e)) => bail!("{e} (commands: echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring, echo-bench)"),
-            None => bail!("'{c}' is not an echo command"),
+    match parse_args(args) {
+        Ok(EchoCommand::Echo(a, implied)) => echo(a, implied),
+        Ok(EchoCommand::Burst(a)) => burst(a),
+        Ok(EchoCommand::Hist(a)) => hist(a),
+        Ok(EchoCommand::Bench(a)) => crate::bench::main(a),
+        // Help and version exit 0, usage errors exit 2 with clap's message.
+        Err(e) => match e.downcast_ref::<clap::Error>() {
+            Some(c) => {
+                let code = if c.use_stderr() { 2 } else { 0 };
+                let _ = c.print();
+                Ok(code)
+            }
+            None => Err(e),
         },
     }
 }
 
-/// Parses with clap; help and version exit 0, usage errors exit 2 with clap's message.
-fn with_args<T: Parser>(args: Vec<OsString>, run: impl FnOnce(T) -> Result<i32>) -> Result<i32> {
-    match T::try_parse_from(args) {
-        Ok(a) => run(a),
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            Ok(code)
-        }
-    }
+/// One echo-family command line, parsed: nothing is run, printed, resolved or opened.
+#[derive(Debug)]
+pub enum EchoCommand {
+    /// `echo` or `echo-MODE` (the mode the command name implies).
+    Echo(EchoArgs, Option<Mode>),
+    Burst(BurstArgs),
+    Hist(HistArgs),
+    Bench(crate::bench::BenchArgs),
+}
+
+/// Parses an echo-family command line (`args[0]` is the command name). Help, version and usage
+/// errors are `Err` holding the `clap::Error`; an unknown command is another `Err`.
+pub fn parse_args(args: Vec<OsString>) -> Result<EchoCommand> {
+    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(match cmd.as_str() {
+        "echo" => EchoCommand::Echo(EchoArgs::try_parse_from(args)?, None),
+        "burst" | "test-burst" => EchoCommand::Burst(BurstArgs::try_parse_from(args)?),
+        "hist" => EchoCommand::Hist(HistArgs::try_parse_from(args)?),
+        "echo-bench" => EchoCommand::Bench(crate::bench::BenchArgs::try_parse_from(args)?),
+        c => match c.strip_prefix("echo-").map(str::parse::<Mode>) {
+            Some(Ok(m)) => EchoCommand::Echo(EchoArgs::try_parse_from(args)?, Some(m)),
+            Some(Err(e)) => bail!("{e} (commands: echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring, echo-bench)"),
+            None => bail!("'{c}' is not an echo command"),
+        },
+    })
 }
 
 /// Resolves `IP:PORT` (or `host:port`) to one socket address.
@@ -90,7 +108,7 @@ pub(crate) fn signals() -> (Arc<AtomicBool>, Option<mpsc::Receiver<()>>) {
     about = "TCP echo server: naive, iosubmit, splice, sockmap or io_uring",
     after_help = "The seed's form works too: `schedlab echo-naive 0.0.0.0:1234 $BUSYPOLL` (any second argument turns busy poll on).\nStops on Ctrl-C / SIGTERM: closes every connection, detaches and closes BPF objects, prints what it echoed."
 )]
-struct EchoArgs {
+pub struct EchoArgs {
     /// Echo mechanism (implied by echo-MODE).
     #[arg(long, short)]
     mode: Option<Mode>,
@@ -191,7 +209,7 @@ fn congestion_choice(s: &str) -> Option<String> {
 }
 
 /// A number of rounds: a whole number, at least 1.
-pub(crate) fn parse_rounds(s: &str) -> Result<u64, String> {
+pub fn parse_rounds(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("rounds must be at least 1".into()),
         Ok(n) => Ok(n),
@@ -217,7 +235,7 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
     about = "TCP echo burst client: one round-trip time per line, in microseconds",
     after_help = "SIZE: a bare number is KiB like the seed's test-burst (64 = 64 KiB); with a unit: 1B = 1 byte, 4K, 1M.\nRTTs go to stdout, one integer per line; the summary goes to stderr."
 )]
-struct BurstArgs {
+pub struct BurstArgs {
     /// Echo server, IP:PORT.
     addr: String,
     /// Burst size: 64 (KiB), 1B, 4K, 1M.
@@ -364,7 +382,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
     about = "Summary and log2 histogram of numbers, one per line (the seed's mmhistogram)",
     after_help = "The summary line `min:.. avg:.. med=.. max:.. dev:.. count:..` (population std dev) works with the seed's\n`grep max | tr := \"  \" | awk '{print $6\", \"$10\", \"$2\", \"$8}'` pipeline; --csv prints that row directly."
 )]
-struct HistArgs {
+pub struct HistArgs {
     /// File with one number per line; stdin when absent or `-`.
     file: Option<PathBuf>,
     /// Drop the slowest PCT of the values first (e.g. 1%).

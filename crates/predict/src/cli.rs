@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use schedlab_policy::FlowWeight;
 use schedlab_report::plot::LineChart;
 use schedlab_report::MachineInfo;
-use schedlab_sched::cli::{parse_alg, parse_args, Args};
+use schedlab_sched::cli::{load, parse_alg, parse_argv as parse_sched_argv, Args, Argv};
 use schedlab_sched::harness::{run as run_harness, Alg, Config, RunResult};
 use schedlab_sched::messages::{merged, MsgRecord};
 use schedlab_sched::traffic::Spec;
@@ -78,8 +78,21 @@ fn parse_alg_item(s: &str) -> Result<Alg> {
     .with_context(|| format!("--algs: '{s}'"))
 }
 
-/// Parses `schedlab predict`'s arguments (without the program name). `Ok(None)`: help.
-fn parse(argv: &[String]) -> Result<Option<Opts>> {
+/// `schedlab predict`'s command line, parsed without touching any file.
+#[derive(Debug, Clone)]
+pub struct PredictArgv {
+    /// `schedlab sched`'s options (the traffic file not loaded yet).
+    pub sched: Argv,
+    /// `--algs`, or the one `-alg` (name, algorithm).
+    pub algs: Vec<(String, Alg)>,
+    pub plot: Option<PathBuf>,
+    pub drain: Nanos,
+}
+
+/// Parses `schedlab predict`'s arguments (without the program name) without touching any file:
+/// every error is a usage error. `Ok(None)`: help. Any `&[String]` gives `Ok` or `Err`, never a
+/// panic (fuzzed).
+pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
     let mut rest = Vec::new();
     let mut algs_arg = None;
     let mut plot = None;
@@ -107,15 +120,15 @@ fn parse(argv: &[String]) -> Result<Option<Opts>> {
             _ => rest.push(a.clone()),
         }
     }
-    let Some(mut sched) = parse_args(&rest)? else { return Ok(None) };
+    let Some(sched) = parse_sched_argv(&rest)? else { return Ok(None) };
     if sched.bench {
         bail!("--bench is not a predict option");
     }
-    if sched.cfg.bandwidth.is_none() {
+    if sched.bandwidth.is_none() {
         bail!("predict needs a link rate (-b, e.g. -b 1G): the simulator's service time is packet_bytes x 8 / rate")
     }
     let algs = match algs_arg {
-        None => vec![(sched.cfg.alg.name(), sched.cfg.alg)],
+        None => vec![(sched.alg.name(), sched.alg)],
         Some(list) => {
             let v = list.split(',').filter(|s| !s.is_empty()).map(|s| Ok((s.to_string(), parse_alg_item(s)?))).collect::<Result<Vec<_>>>()?;
             if v.is_empty() {
@@ -124,16 +137,23 @@ fn parse(argv: &[String]) -> Result<Option<Opts>> {
             v
         }
     };
+    Ok(Some(PredictArgv { sched, algs, plot, drain }))
+}
+
+/// Parses `schedlab predict`'s arguments and loads the traffic program. `Ok(None)`: help.
+fn parse(argv: &[String]) -> Result<Option<Opts>> {
+    let Some(p) = parse_argv(argv)? else { return Ok(None) };
+    let mut sched = load(p.sched)?;
     let cfg = &mut sched.cfg;
     cfg.messages = true;
     cfg.trace = true;
     cfg.ts_limit = 0;
-    for p in cfg.traffic.programs.iter_mut() {
-        if !p.is_empty() {
-            p.push(Spec::fixed(drain, Bps(0), 1500, 1));
+    for prog in cfg.traffic.programs.iter_mut() {
+        if !prog.is_empty() {
+            prog.push(Spec::fixed(p.drain, Bps(0), 1500, 1));
         }
     }
-    Ok(Some(Opts { sched, algs, plot, drain }))
+    Ok(Some(Opts { sched, algs: p.algs, plot: p.plot, drain: p.drain }))
 }
 
 /// Whether the harness kept up with the link, and why not.

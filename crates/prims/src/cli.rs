@@ -90,13 +90,39 @@ pub fn parse_duration_ns(s: &str) -> std::result::Result<u64, String> {
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
     restore_sigpipe();
-    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
-    match cmd.as_str() {
-        "trylock" => parse::<TrylockArgs>(args).map_or_else(Ok, run_trylock),
-        "notify" => parse::<NotifyArgs>(args).map_or_else(Ok, run_notify),
-        "semtest" => parse::<SemtestArgs>(args).map_or_else(Ok, run_semtest),
-        other => anyhow::bail!("schedlab-prims does not provide '{other}' (it has trylock, notify, semtest)"),
+    match parse_args(args) {
+        Ok(PrimsCommand::Trylock(a)) => run_trylock(a),
+        Ok(PrimsCommand::Notify(a)) => run_notify(a),
+        Ok(PrimsCommand::Semtest(a)) => run_semtest(a),
+        // 0 after help, 2 after a usage error (message printed).
+        Err(e) => match e.downcast_ref::<clap::Error>() {
+            Some(c) => {
+                let _ = c.print();
+                Ok(if c.use_stderr() { 2 } else { 0 })
+            }
+            None => Err(e),
+        },
     }
+}
+
+/// One `trylock`, `notify` or `semtest` command line, parsed: nothing is run or printed.
+#[derive(Debug)]
+pub enum PrimsCommand {
+    Trylock(TrylockArgs),
+    Notify(NotifyArgs),
+    Semtest(SemtestArgs),
+}
+
+/// Parses a command line (`args[0]` is the command name). Help, version and usage errors are
+/// `Err` holding the `clap::Error`; an unknown command is another `Err`.
+pub fn parse_args(args: Vec<OsString>) -> Result<PrimsCommand> {
+    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(match cmd.as_str() {
+        "trylock" => PrimsCommand::Trylock(TrylockArgs::try_parse_from(args)?),
+        "notify" => PrimsCommand::Notify(NotifyArgs::try_parse_from(args)?),
+        "semtest" => PrimsCommand::Semtest(SemtestArgs::try_parse_from(args)?),
+        other => anyhow::bail!("schedlab-prims does not provide '{other}' (it has trylock, notify, semtest)"),
+    })
 }
 
 /// Lets `schedlab semtest | head` end quietly like a C tool instead of panicking in `println!`.
@@ -104,18 +130,6 @@ fn restore_sigpipe() {
     // SAFETY: resetting a signal's disposition to the default has no memory-safety preconditions;
     // this runs in the CLI process before any measuring thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-}
-
-/// Parses, or gives the exit code: 0 after help, 2 after a usage error (message printed).
-fn parse<T: Parser>(args: Vec<OsString>) -> std::result::Result<T, i32> {
-    T::try_parse_from(args).map_err(|e| {
-        let _ = e.print();
-        if e.use_stderr() {
-            2
-        } else {
-            0
-        }
-    })
 }
 
 /// Everything a `--json` result carries besides the run itself.
@@ -178,7 +192,7 @@ fn pcts(s: &Summary, unit: &str) -> String {
     about = "Cost of trylock/unlock on a shared lock: test A (busy lock, ops/s) or test B (-F, token passing, ns per op)",
     after_help = "Examples:\n  schedlab trylock -n 3                  # three threads, busy lock\n  schedlab trylock -n 3 -F -o dump.txt   # three threads, free lock, dump busy samples\n  schedlab trylock -F --pingpong -t 0.2  # strict two-thread ping-pong (cross-check of -F)\n\nOutput: `SECONDS FUNCTION [CPU] ...`; the bracketed number is the CPU the thread ran on.\nThreads are pinned one per CPU when -n is at most the number of CPUs; otherwise they run\nunpinned (said on stderr) unless --pin, which then makes it an error."
 )]
-struct TrylockArgs {
+pub struct TrylockArgs {
     /// number of threads to use
     #[arg(short = 'n', long = "threads", default_value_t = 2)]
     threads: usize,
@@ -223,7 +237,7 @@ struct TrylockArgs {
 
 /// Options every command has.
 #[derive(clap::Args, Debug)]
-struct Common {
+pub struct Common {
     /// write the result (with machine facts) as JSON to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -433,7 +447,7 @@ fn finish<T: Serialize>(
     about = "Cost of thread notifications: test A (receiver wake-up rate) or test B (-S, sender cost while the receiver sleeps)",
     after_help = "Examples:\n  schedlab notify          # measure receiver side cost\n  schedlab notify -S       # measure sender side cost\n  schedlab notify -S --primitive futex -n 5\n\nOutput: `SECONDS FUNCTION [CPU] ...`; the bracketed number is the CPU the thread ran on."
 )]
-struct NotifyArgs {
+pub struct NotifyArgs {
     /// number of notifications to be sent, in thousands (default 2000 for test A, 40 for test B)
     #[arg(short = 'n', long = "thousands")]
     thousands: Option<f64>,
@@ -643,7 +657,7 @@ fn histfile_text(cols: &[(&str, &schedlab_report::Hist)], max_us: u64) -> String
     about = "Latency of (POSIX) semaphore wake-ups between thread pairs",
     after_help = "Examples:\n  schedlab semtest -i 10000\n  sudo schedlab semtest -i 10000 -p90\n  schedlab semtest -i 2000 --mode one-way --placement same-core --interval 500\n\nLatencies are in microseconds (nanosecond clock). `P: i, cpu` gives the pair and the CPU its\npolo thread ran on; the placement follows on the same line."
 )]
-struct SemtestArgs {
+pub struct SemtestArgs {
     /// bind tasks to cores explicitly (default)
     #[arg(short = 'a', long = "affinity", action = ArgAction::SetTrue)]
     affinity: bool,

@@ -24,7 +24,7 @@ use crate::types::{MsgSize, Op, PollMode};
 static STOP: AtomicBool = AtomicBool::new(false);
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum BackendArg {
+pub enum BackendArg {
     /// libibverbs (needs an RDMA device and a build with the rdma-verbs feature)
     Verbs,
     /// the same work-request/completion semantics over TCP (any machine; output labelled EMULATED)
@@ -43,7 +43,7 @@ Without an RDMA device add --backend emulated to every benchmark command.";
 /// perftest-style RDMA flow benchmark with per-message timestamps.
 #[derive(Debug, Parser)]
 #[command(name = "schedlab rdma", after_help = BENCH_EXAMPLES)]
-struct BenchArgs {
+pub struct BenchArgs {
     /// Server address to connect to; without it this end is the server and waits for one client
     server: Option<String>,
     /// Accepted for the seed's command lines: timestamps come from the monotonic clock, so no
@@ -103,7 +103,7 @@ struct BenchArgs {
 /// How two concurrent flows shared the link (the seed's method, and more).
 #[derive(Debug, Parser)]
 #[command(name = "schedlab rdma share")]
-struct ShareArgs {
+pub struct ShareArgs {
     /// First flow's -o file
     a: PathBuf,
     /// Second flow's -o file
@@ -143,7 +143,7 @@ fn parse_size(s: &str) -> Result<MsgSize, String> {
 }
 
 /// A window length in microseconds: `40ms`, `500us`, `1s`, or a bare number of milliseconds.
-fn parse_window_us(s: &str) -> Result<f64, String> {
+pub fn parse_window_us(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, mult) = if let Some(n) = t.strip_suffix("us") {
         (n, 1.0)
@@ -155,24 +155,38 @@ fn parse_window_us(s: &str) -> Result<f64, String> {
         (t, 1e3)
     };
     match num.trim().parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * mult),
+        Ok(v) if v > 0.0 && (v * mult).is_finite() => Ok(v * mult),
         _ => Err(format!("'{s}' is not a positive duration (examples: 40ms, 500us, 1s)")),
     }
 }
 
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
+    match parse_args(args) {
+        Ok(RdmaCommand::Share(a)) => run_share(&a, &mut std::io::stdout().lock()).map(|()| 0),
+        Ok(RdmaCommand::Bench(a)) => run_bench(&a),
+        Err(e) => match e.downcast::<clap::Error>() {
+            Ok(c) => clap_exit(c),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// One `rdma` or `rdma share` command line, parsed: nothing is run, printed or opened.
+#[derive(Debug)]
+pub enum RdmaCommand {
+    Bench(BenchArgs),
+    Share(ShareArgs),
+}
+
+/// Parses a command line (`args[0]` is the command name). Help, version and usage errors are
+/// `Err` holding the `clap::Error`.
+pub fn parse_args(args: Vec<OsString>) -> Result<RdmaCommand> {
     if args.get(1).is_some_and(|a| a == "share") {
         let rest: Vec<OsString> = std::iter::once(OsString::from("schedlab rdma share")).chain(args.into_iter().skip(2)).collect();
-        return match ShareArgs::try_parse_from(rest) {
-            Ok(a) => run_share(&a, &mut std::io::stdout().lock()).map(|()| 0),
-            Err(e) => clap_exit(e),
-        };
+        return Ok(RdmaCommand::Share(ShareArgs::try_parse_from(rest)?));
     }
-    match BenchArgs::try_parse_from(args) {
-        Ok(a) => run_bench(&a),
-        Err(e) => clap_exit(e),
-    }
+    Ok(RdmaCommand::Bench(BenchArgs::try_parse_from(args)?))
 }
 
 fn clap_exit(e: clap::Error) -> Result<i32> {
@@ -274,7 +288,7 @@ fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
 }
 
 /// One flow from its file and the options that override or complete its header.
-fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
+pub fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
     let meta = f.meta.clone().unwrap_or_default();
     let lower = name.to_ascii_lowercase();
     let conflict = |opt: &'static str, given: u64, header: u64| ShareError::Conflict { flow: name, opt, given, header };
@@ -391,6 +405,11 @@ mod tests {
         assert_eq!(parse_window_us("40"), Ok(40_000.0));
         assert!(parse_window_us("0ms").is_err());
         assert!(parse_window_us("fast").is_err());
+        // Fuzz regression (fuzz/regressions/units/window_overflow): a finite number whose unit
+        // scaling overflows gave an infinite window.
+        assert!(parse_window_us("3e305").is_err());
+        assert!(parse_window_us("1e303s").is_err());
+        assert_eq!(parse_window_us("1e300"), Ok(1e303));
     }
 
     #[test]

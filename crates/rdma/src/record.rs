@@ -275,7 +275,7 @@ pub fn read_flow<R: BufRead>(r: R, name: &Path) -> Result<FlowFile, RecordError>
         let time_us = num(Field::Time, time_s)?;
         let lat_us = num(Field::Latency, lat_s)?;
         let shift = *shift.get_or_insert(u64::from(cnt == 0));
-        let completed = cnt + shift;
+        let completed = cnt.checked_add(shift).ok_or_else(|| bad(Field::TaskCnt, format!("{cnt} is too large")))?;
         if let Some(prev) = out.records.last() {
             if completed <= prev.completed {
                 return Err(bad(Field::TaskCnt, format!("{cnt} does not increase (previous line had {})", prev.completed - shift)));
@@ -296,6 +296,16 @@ pub fn read_flow<R: BufRead>(r: R, name: &Path) -> Result<FlowFile, RecordError>
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Fuzz regression (fuzz/regressions/rdma_files): a 0-based file whose later Task_cnt is
+    /// u64::MAX overflowed the shift to 1-based counts (a panic in debug builds).
+    #[test]
+    fn task_cnt_overflow_is_an_error() {
+        let e = read("Task_cnt Time(us) Latency\n0 1 1\n18446744073709551615 2 1\n").unwrap_err();
+        assert!(matches!(e, RecordError::Bad { line: 3, field: Field::TaskCnt, .. }), "{e:?}");
+        let f = read("Task_cnt Time(us) Latency\n1 1 1\n18446744073709551615 2 1\n").unwrap();
+        assert_eq!(f.records[1].completed, u64::MAX);
+    }
 
     fn read(s: &str) -> Result<FlowFile, RecordError> {
         read_flow(s.as_bytes(), Path::new("f.txt"))

@@ -23,9 +23,14 @@ pub enum ShareError {
     NoMessages { flow: char },
     #[error("window must be positive (got {0} us)")]
     BadWindow(f64),
+    #[error("a {window_us} us window over {span_us} us of flows gives more than {MAX_WINDOWS} windows: choose a longer --window")]
+    TooManyWindows { window_us: f64, span_us: f64 },
     #[error("--{opt} {given} disagrees with the header line of flow {flow}'s file ({header}); drop the option or fix the file")]
     Conflict { flow: char, opt: &'static str, given: u64, header: u64 },
 }
+
+/// Most windows in the throughput-over-time series (8 bytes per flow and window).
+pub const MAX_WINDOWS: usize = 10_000_000;
 
 /// One flow as the analysis needs it.
 #[derive(Clone, Debug)]
@@ -167,7 +172,14 @@ pub fn analyse(a: &FlowInput, b: &FlowInput, window_us: f64) -> Result<ShareRepo
         }
     };
     let shares = [share(0), share(1)];
-    let n = ((ends[0].max(ends[1]) / window_us).floor() as usize + 1).max(1);
+    // Checked in f64 before any conversion: a tiny window over a long (or absurd) time span
+    // would otherwise overflow the count or allocate without bound.
+    let span = ends[0].max(ends[1]);
+    let windows_f = (span / window_us).floor() + 1.0;
+    if !(windows_f <= MAX_WINDOWS as f64) {
+        return Err(ShareError::TooManyWindows { window_us, span_us: span });
+    }
+    let n = (windows_f as usize).max(1);
     let wa = windowed_gbps(&a.records, a.bytes_per_msg, window_us, n);
     let wb = windowed_gbps(&b.records, b.bytes_per_msg, window_us, n);
     let windows = (0..n)
@@ -265,5 +277,20 @@ mod tests {
         assert_eq!(analyse(&a, &b, 0.0).unwrap_err(), ShareError::BadWindow(0.0));
         let empty = flow('B', 1, vec![]);
         assert_eq!(analyse(&a, &empty, 1.0).unwrap_err(), ShareError::NoMessages { flow: 'B' });
+    }
+
+    /// Fuzz regression (fuzz/regressions/rdma_files): a tiny window over a long span overflowed
+    /// the window count (a panic in debug builds, one wrong window in release) or allocated
+    /// without bound.
+    #[test]
+    fn too_many_windows_is_an_error_not_a_panic() {
+        let a = flow('A', 1, vec![rec(1, 1e300)]);
+        let b = flow('B', 1, vec![rec(1, 1.0)]);
+        assert!(matches!(analyse(&a, &b, 1.0), Err(ShareError::TooManyWindows { .. })));
+        let a = flow('A', 1, vec![rec(1, 1e9)]);
+        assert!(matches!(analyse(&a, &b, 1e-3), Err(ShareError::TooManyWindows { .. })));
+        // At the limit it still works.
+        let a = flow('A', 1, vec![rec(1, 1000.0)]);
+        assert_eq!(analyse(&a, &b, 1.0).unwrap().windows.len(), 1001);
     }
 }

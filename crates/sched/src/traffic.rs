@@ -24,6 +24,9 @@ use crate::workload::{Gaps, LenDist};
 pub const DEFAULT_PKT_LEN: u32 = 1500;
 /// Largest accepted packet length in bytes.
 pub const MAX_PKT_LEN: u32 = 65_535;
+/// Longest accepted program of one thread, in nanoseconds (so that a run's end time, its start
+/// plus the longest program, cannot overflow).
+pub const MAX_PROGRAM_NS: u64 = u64::MAX / 4;
 /// Largest accepted burst in packets.
 pub const MAX_BURST: u32 = 1 << 20;
 
@@ -88,7 +91,7 @@ pub struct Traffic {
 impl Traffic {
     /// Length of the longest program.
     pub fn longest(&self) -> Nanos {
-        Nanos(self.programs.iter().map(|p| p.iter().map(|s| s.duration.0).sum::<u64>()).max().unwrap_or(0))
+        Nanos(self.programs.iter().map(|p| p.iter().fold(0u64, |a, s| a.saturating_add(s.duration.0))).max().unwrap_or(0))
     }
 }
 
@@ -105,6 +108,7 @@ pub struct TrafficError {
 /// Parses `text` (named `file` in messages) for `threads` client threads.
 pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficError> {
     let mut programs = vec![Vec::new(); threads];
+    let mut totals = vec![0u64; threads];
     let mut warnings = Vec::new();
     let mut current = Target { lo: 0, hi: Some(0) };
     let mut warned = std::collections::BTreeSet::new();
@@ -118,7 +122,10 @@ pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficE
             Line::Thread(t) => current = t,
             Line::Entry(spec) => {
                 let hi = current.hi.unwrap_or(usize::MAX);
-                for p in programs.iter_mut().take(hi.saturating_add(1)).skip(current.lo) {
+                for (p, total) in programs.iter_mut().zip(totals.iter_mut()).take(hi.saturating_add(1)).skip(current.lo) {
+                    *total = total.checked_add(spec.duration.0).filter(|&t| t <= MAX_PROGRAM_NS).ok_or_else(|| {
+                        err("field 1 (duration)", format!("the thread's program would last more than {MAX_PROGRAM_NS} ns (about 146 years)"))
+                    })?;
                     p.push(spec);
                 }
                 // Entries for threads that do not exist (`thread 5` with -t 2, or the part of a
@@ -267,6 +274,19 @@ mod tests {
         assert_eq!(t.programs[1][1].gap_ps(), u64::MAX);
         assert_eq!(t.longest(), Nanos(2_500_000_000));
         assert!(t.warnings.is_empty());
+    }
+
+    /// Fuzz regression (fuzz/regressions/sched_traffic): durations just under the per-entry
+    /// limit (three of them) overflowed `longest()` (a panic in debug builds, a wrapped end time that
+    /// stopped the run at once in release).
+    #[test]
+    fn program_length_is_bounded() {
+        let e = parse("3e9s 1M\n3e9s 1M\n3e9s 1M\n", "f", 1).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (2, "field 1 (duration)"));
+        let e = parse("thread all\n3e9s 1M\nthread 1\n3e9s 1M\n", "f", 2).unwrap_err();
+        assert_eq!(e.line, 4, "only thread 1's program is too long");
+        let t = parse("4e9s 1M\n", "f", 1).unwrap();
+        assert_eq!(t.longest(), Nanos(4_000_000_000_000_000_000));
     }
 
     #[test]

@@ -75,6 +75,9 @@ impl LenDist {
             d.n += 1;
             d.total += weight;
         }
+        if !d.total.is_finite() {
+            return Err("the WEIGHTs add up to more than a number can hold: use smaller weights (they are relative)".into());
+        }
         Ok(d)
     }
 
@@ -250,5 +253,14 @@ mod tests {
         let b: Vec<u64> = (0..5).map(|_| draw_gap_ps(Gaps::Poisson, 1000, &mut r)).collect();
         assert_eq!(a[0], b[0]);
         assert_ne!(client_rng(9, 1).random::<u64>(), client_rng(9, 2).random::<u64>());
+    }
+
+    /// Fuzz regression (fuzz/regressions/sched_traffic): weights whose sum overflows to infinity
+    /// gave a mean of 0 packets per burst (and NaN draws).
+    #[test]
+    fn weights_that_overflow_are_refused() {
+        assert!(LenDist::parse("1:1e308,2:1e308").unwrap_err().contains("WEIGHTs add up"));
+        let d = LenDist::parse("1:1e307,2:1e307").unwrap();
+        assert!((d.mean() - 1.5).abs() < 1e-9);
     }
 }

@@ -183,6 +183,19 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     sim_main(a)
 }
 
+/// `schedlab sim`'s (or `schedlab bench`'s) command line parsed into the run's configurations,
+/// without running, printing or exiting (help and usage errors are `Err`); `args[0]` is the command
+/// name. `--dist` and `--trace` files are read (their text parsers are `LengthDist::parse` and
+/// `parse_trace`). For fuzzing and tests.
+pub fn parse_args(args: Vec<OsString>) -> Result<Vec<SimConfig>> {
+    if args.first().is_some_and(|c| c == "bench") {
+        let a = BenchArgs::try_parse_from(args)?;
+        check_traffic(a.traffic)?;
+        return Ok(vec![SimConfig::report(a.traffic, a.packets, a.seed)]);
+    }
+    build_configs(&SimArgs::try_parse_from(args)?)
+}
+
 fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
     let dist = if let Some(p) = &a.dist {
         LengthDist::from_file(p)?

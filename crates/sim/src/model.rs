@@ -273,6 +273,9 @@ pub fn parse_trace(text: &str, path: &Path, unit: f64) -> Result<Vec<TraceArriva
         if !(time.is_finite() && time >= 0.0) {
             return Err(err("TIME", format!("{time} must be a finite time >= 0")));
         }
+        if !(time / unit).is_finite() {
+            return Err(err("TIME", format!("{time} in time units of {unit} is beyond any finite time")));
+        }
         if let Some(prev) = v.last() {
             if time / unit < prev.time {
                 return Err(err("TIME", format!("{time} is earlier than the previous arrival {}", prev.time * unit)));
@@ -508,5 +511,14 @@ mod tests {
         std::fs::write(&p, "1 5 90\n").unwrap();
         assert!(LengthDist::from_file(&p).unwrap_err().to_string().contains("sum to 90"));
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Fuzz regression (fuzz/regressions/sim_parsers): a large TIME over a tiny --time-unit gave
+    /// an infinite arrival time.
+    #[test]
+    fn trace_time_overflowing_the_unit_is_refused() {
+        let e = parse_trace("1e300 1\n", Path::new("t"), 1e-300).unwrap_err();
+        assert!(e.to_string().contains("beyond any finite time"), "{e}");
+        assert_eq!(parse_trace("1e300 1\n", Path::new("t"), 1.0).unwrap()[0].time, 1e300);
     }
 }

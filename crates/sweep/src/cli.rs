@@ -22,7 +22,7 @@ use crate::table::{col, read_table, write_table, Format, Row, Value};
     about = "Run a grid of simulations from a TOML spec into one tidy table (CSV or Parquet); resumable, shardable",
     after_help = "Examples:\n  schedlab sweep sweeps/report.toml --out report.parquet\n  schedlab sweep spec.toml --out part-3.csv --shard 3/8      # Slurm: --shard $SLURM_ARRAY_TASK_ID/8\n  schedlab sweep merge part-*.csv --out all.parquet\n\nAn interrupted run keeps every finished cell in OUT.journal; the same command again runs only the rest."
 )]
-struct SweepArgs {
+pub struct SweepArgs {
     /// The sweep spec (TOML; see sweeps/report.toml)
     spec: PathBuf,
     /// Output table: .parquet or .csv
@@ -44,7 +44,7 @@ struct SweepArgs {
 
 #[derive(Parser, Debug)]
 #[command(name = "schedlab sweep merge", about = "Combine shard outputs of one sweep into one table; refuses overlapping or mismatched parts")]
-struct MergeArgs {
+pub struct MergeArgs {
     /// Part tables (.csv or .parquet) written by `schedlab sweep --shard`
     #[arg(required = true)]
     parts: Vec<PathBuf>,
@@ -58,28 +58,37 @@ struct MergeArgs {
 
 /// Runs `schedlab sweep ...`; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
+    match parse_args(args) {
+        Ok(SweepCommand::Merge(a)) => merge(&a.parts, &a.out, a.partial).map(|()| 0),
+        Ok(SweepCommand::Run(a)) => sweep_main(&a),
+        Err(e) => match e.downcast_ref::<clap::Error>() {
+            Some(c) => {
+                let code = if c.use_stderr() { 2 } else { 0 };
+                c.print().ok();
+                Ok(code)
+            }
+            None => Err(e),
+        },
+    }
+}
+
+/// One `sweep` or `sweep merge` command line, parsed: nothing is run, printed or opened.
+#[derive(Debug)]
+pub enum SweepCommand {
+    Run(SweepArgs),
+    Merge(MergeArgs),
+}
+
+/// Parses a command line (`args[0]` is the command name). Help, version and usage errors are
+/// `Err` holding the `clap::Error`.
+pub fn parse_args(args: Vec<OsString>) -> Result<SweepCommand> {
     if args.get(1).is_some_and(|a| a == "merge") {
         let mut rest = args;
         let first = rest.remove(0);
         rest[0] = OsString::from(format!("{} merge", first.to_string_lossy()));
-        return match MergeArgs::try_parse_from(rest) {
-            Ok(a) => merge(&a.parts, &a.out, a.partial).map(|()| 0),
-            Err(e) => {
-                let code = if e.use_stderr() { 2 } else { 0 };
-                e.print().ok();
-                Ok(code)
-            }
-        };
+        return Ok(SweepCommand::Merge(MergeArgs::try_parse_from(rest)?));
     }
-    let a = match SweepArgs::try_parse_from(args) {
-        Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            e.print().ok();
-            return Ok(code);
-        }
-    };
-    sweep_main(&a)
+    Ok(SweepCommand::Run(SweepArgs::try_parse_from(args)?))
 }
 
 fn sweep_main(a: &SweepArgs) -> Result<i32> {

@@ -28,7 +28,7 @@
 //! runs; errors name the key.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use schedlab_sim::model::{check_traffic, parse_alpha_classes, parse_strategy, report_defaults, AlphaClass};
 use schedlab_sim::{LengthDist, Strategy};
@@ -195,6 +195,16 @@ impl Sweep {
     /// Parses and validates a spec. `file` names it in messages; `base` is the folder that
     /// relative distribution files are read from.
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<Sweep, SpecError> {
+        Sweep::parse_with(text, file, &|f: &str| LengthDist::from_file(&base.join(f)))
+    }
+
+    /// [`Sweep::parse`] with the distribution files (`file = "PATH"`) given by `dist_file` instead
+    /// of read from disk (for fuzzing and tests).
+    pub fn parse_with(
+        text: &str,
+        file: &str,
+        dist_file: &dyn Fn(&str) -> Result<LengthDist, schedlab_sim::model::ModelError>,
+    ) -> Result<Sweep, SpecError> {
         let raw: RawSpec = toml::from_str(text).map_err(|e| SpecError::Toml { file: file.into(), msg: e.to_string() })?;
         let key = |k: &str, msg: String| SpecError::Key { file: file.into(), key: k.into(), msg };
 
@@ -280,10 +290,7 @@ impl Sweep {
                 (Some(_), Some(_)) => return Err(key(&k, "give either ranges or file, not both".into())),
                 (None, None) => return Err(key(&k, "needs ranges = [[LOW, HIGH, PERCENT], ...] or file = \"PATH\"".into())),
                 (Some(r), None) => LengthDist::new(r).map_err(|e| key(&format!("{k}.ranges"), e.to_string()))?,
-                (None, Some(f)) => {
-                    let p: PathBuf = base.join(f);
-                    LengthDist::from_file(&p).map_err(|e| key(&format!("{k}.file"), e.to_string()))?
-                }
+                (None, Some(f)) => dist_file(f).map_err(|e| key(&format!("{k}.file"), e.to_string()))?,
             };
             dists.insert(
                 name.clone(),
