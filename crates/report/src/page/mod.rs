@@ -79,7 +79,7 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px;
 dl.facts dt { color: #555; }
 dl.facts dd { margin: 0; font-family: 'DejaVu Sans Mono', monospace; font-size: 0.92em; overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin: 0.4em 0 1em; font-size: 0.88em; }
-caption { text-align: left; font-weight: bold; padding: 2px 0 4px; }
+p.caption { font-weight: bold; margin: 1em 0 0.2em; }
 th, td { border: 1px solid #ccc; padding: 2px 7px; text-align: right; }
 th { background: #f0f4f8; }
 td:first-child, th:first-child { text-align: left; }
@@ -141,7 +141,7 @@ impl Page {
                         s.push_str("</dl>\n");
                     }
                     Block::Table { caption, header, rows } => {
-                        let _ = writeln!(s, "<div class=\"wide\"><table>\n<caption>{}</caption>\n<thead><tr>", esc(caption));
+                        let _ = writeln!(s, "<p class=\"caption\">{}</p>\n<div class=\"wide\"><table>\n<thead><tr>", esc(caption));
                         for h in header {
                             let _ = write!(s, "<th>{}</th>", esc(h));
                         }

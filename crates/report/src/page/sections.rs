@@ -42,6 +42,7 @@ fn txt(v: &Value) -> String {
     match v {
         Value::Null => "–".into(),
         Value::String(s) => s.clone(),
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
         Value::Number(n) => n.as_f64().map(num).unwrap_or_else(|| n.to_string()),
         Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
         Value::Array(a) => a.iter().map(txt).collect::<Vec<_>>().join(", "),
