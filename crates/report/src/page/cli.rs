@@ -36,6 +36,7 @@ Example:
   schedlab sim -t 50,95 --json sim.json && schedlab report sim.json -o report.html
 ";
 
+#[derive(Debug)]
 struct Opts {
     out: PathBuf,
     title: String,

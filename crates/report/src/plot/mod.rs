@@ -110,9 +110,9 @@ impl Scale {
 }
 
 /// Ticks of a log axis between 10^a and 10^b: 1, 2, 5 per decade (only powers of ten when the
-/// axis spans more than four decades).
+/// axis spans more than two decades, so that the labels never overlap).
 pub fn log_ticks(a: f64, b: f64) -> Vec<f64> {
-    let mults: &[f64] = if b - a > 4.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+    let mults: &[f64] = if b - a > 2.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
     let mut t = Vec::new();
     let mut e = a;
     while e <= b {
@@ -342,6 +342,7 @@ mod tests {
         assert!(!svg.contains("fraction (log scale)"));
         assert!(svg.contains(r#"data-points="3""#));
         assert_eq!(log_ticks(0.0, 2.0), vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(log_ticks(1.0, 5.0), vec![10.0, 100.0, 1000.0, 10000.0, 100000.0]);
         // Zero cannot be drawn on a log axis: the point is left out, not placed at -inf.
         let mut c = LineChart::new("t", "x", "y");
         c.y_scale = Scale::Log;
