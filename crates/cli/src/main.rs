@@ -28,6 +28,7 @@ Commands:
   echo-bench  the whole echo latency matrix, CSV and candlestick chart
   rdma        perftest-style RDMA flow benchmark; `rdma share A.txt B.txt` analyses two flows
   sweep       grids of simulations from a TOML spec into one table (resumable, --shard I/N, merge)
+  report      one self-contained web page (figures and tables) from any schedlab results
 ";
 
 fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
@@ -40,6 +41,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
         c if c.starts_with("echo-") => schedlab_echo::cli::main(args),
         "rdma" => schedlab_rdma::cli::main(args),
         "sweep" => schedlab_sweep::cli::main(args),
+        "report" => schedlab_report::page::cli::main(args),
         other => {
             eprintln!("schedlab: unknown command '{other}'\n\n{USAGE}");
             Ok(exit::USAGE)

@@ -16,7 +16,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use schedlab_report::machine::{MachineInfo, ThreadInfo};
-use schedlab_report::plot::candle::{Candle, CandleChart};
+use schedlab_report::plot::figures::{echo_chart, EchoCell};
 use schedlab_report::Summary;
 
 use crate::client::{self, BurstConfig};
@@ -287,24 +287,17 @@ fn write_outputs(a: &BenchArgs, rows: &[Row], peer: &[Row]) -> Result<()> {
             let body: String = in_size(busy).map(|r| stats::csv_row(&r.mode, &r.trimmed_rtt_us) + "\n").collect();
             std::fs::write(dir.join(file), body).with_context(|| format!("cannot write {}", dir.join(file).display()))?;
         }
-        let cats: Vec<String> = a.modes.iter().map(|m| m.name().to_string()).filter(|m| rows.iter().any(|r| &r.mode == m)).collect();
-        let series = |busy: bool| -> Vec<Option<Candle>> {
-            cats.iter()
-                .map(|m| {
-                    in_size(busy).find(|r| &r.mode == m).map(|r| {
-                        let t = &r.trimmed_rtt_us;
-                        Candle { med: t.p50, dev: t.stddev, min: t.min, max: t.max }
-                    })
-                })
-                .collect()
-        };
-        let mut chart = CandleChart::new(&format!("TCP echo latency for {size} blocks"), "Latency in us", cats.clone());
-        chart.add("normal run", series(false));
-        if !a.no_busy_poll {
-            chart.add(&format!("with BUSYPOLL ({} us)", a.busy_poll_us), series(true));
-        }
-        let (lo, hi) = rows.iter().filter(|r| r.size_bytes == size.bytes()).fold((f64::INFINITY, 0f64), |(l, h), r| (l.min(r.trimmed_rtt_us.min), h.max(r.trimmed_rtt_us.max)));
-        chart.log_y = lo > 0.0 && hi / lo > 20.0;
+        // The chart comes from schedlab_report::plot::figures::echo_chart, as on the report page.
+        let cells: Vec<EchoCell> = a
+            .modes
+            .iter()
+            .flat_map(|m| [(m, false), (m, true)])
+            .filter(|(_, busy)| !*busy || !a.no_busy_poll)
+            .filter_map(|(m, busy)| {
+                in_size(busy).find(|r| r.mode == m.name()).map(|r| EchoCell { mode: r.mode.clone(), busy_poll: busy, rtt_us: r.trimmed_rtt_us })
+            })
+            .collect();
+        let chart = echo_chart(&size.to_string(), &format!("with BUSYPOLL ({} us)", a.busy_poll_us), &cells);
         let svg_path = dir.join(format!("echo-{size}.svg"));
         chart.write(&svg_path)?;
         let png_path = svg_path.with_extension("png");

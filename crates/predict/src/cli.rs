@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use schedlab_policy::FlowWeight;
+use schedlab_report::plot::figures::{predict_chart, PredictSeries};
 use schedlab_report::plot::LineChart;
 use schedlab_report::MachineInfo;
 use schedlab_sched::cli::{load, parse_alg, parse_argv as parse_sched_argv, Args, Argv};
@@ -476,21 +477,18 @@ pub fn text(r: &AlgRun) -> String {
     s
 }
 
-/// Mean latency vs message length, measured and predicted, per algorithm.
+/// Mean latency vs message length, measured and predicted, per algorithm (the chart comes from
+/// `schedlab_report::plot::figures::predict_chart`, which the `schedlab report` page also uses).
 pub fn plot(rep: &PredictReport) -> LineChart {
-    let mut c = LineChart::new(
-        "Message length vs queueing latency: measured (harness) and predicted (simulator)",
-        "message length (packets)",
-        "mean queueing latency (us)",
-    );
-    for r in &rep.runs {
-        let rows: Vec<&Row> = r.rows.iter().filter(|x| x.len_pkts > 0).collect();
-        c.add(&format!("{} measured", r.alg), rows.iter().map(|x| (f64::from(x.len_pkts), x.measured.mean_us)).collect());
-        if r.predicted {
-            c.add(&format!("{} predicted", r.alg), rows.iter().map(|x| (f64::from(x.len_pkts), x.predicted.mean_us)).collect());
-        }
-    }
-    c
+    let runs: Vec<PredictSeries> = rep
+        .runs
+        .iter()
+        .map(|r| PredictSeries {
+            alg: r.alg.clone(),
+            rows: r.rows.iter().map(|x| (f64::from(x.len_pkts), x.measured.mean_us, r.predicted.then_some(x.predicted.mean_us))).collect(),
+        })
+        .collect();
+    predict_chart(&runs)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
 use schedlab_report::export::{write_json, Csv};
-use schedlab_report::plot::LineChart;
+use schedlab_report::plot::figures::share_chart;
 
 use crate::backend::BackendKind;
 use crate::bench::{self, BenchConfig, BenchError, RunResult};
@@ -382,12 +382,9 @@ fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
         c.finish()?;
     }
     if let Some(path) = &a.svg {
-        let label = if p.is_empty() { String::new() } else { format!(" [{backend}]") };
-        let mut chart = LineChart::new(&format!("Two-flow throughput, {wms} ms windows{label}"), "time (ms)", "throughput (Gbps)");
-        for (i, f) in r.flows.iter().enumerate() {
-            let pts = r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, if i == 0 { w.a_gbps } else { w.b_gbps })).collect();
-            chart.add(&format!("{} ({} B msgs)", f.name, f.bytes_per_msg), pts);
-        }
+        let flows: Vec<(String, u64)> = r.flows.iter().map(|f| (f.name.clone(), f.bytes_per_msg)).collect();
+        let windows: Vec<(f64, Vec<f64>)> = r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, vec![w.a_gbps, w.b_gbps])).collect();
+        let chart = share_chart(wms, if p.is_empty() { "" } else { backend.as_str() }, &flows, &windows);
         chart.write(path)?;
     }
     Ok(())

@@ -75,7 +75,7 @@ impl Hist {
 }
 
 /// Percentile summary of a set of samples, all in one unit (named by the caller's field).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub count: u64,
     pub min: f64,

@@ -7,8 +7,10 @@
 //! - [`machine`]: what the run actually got — kernel, CPU model, virtualisation, idle settings, and
 //!   per thread the CPU, scheduling policy and priority read back from the kernel, never the label
 //!   that was only asked for;
-//! - [`plot`]: small dependency-free SVG charts (lines, candlesticks) for people who would rather
-//!   look than read.
+//! - [`plot`]: small dependency-free SVG charts (lines, bars, candlesticks) and the figures every
+//!   command draws ([`plot::figures`]), for people who would rather look than read;
+//! - [`page`]: `schedlab report`, one self-contained HTML page (inline SVG, one CSS block, no
+//!   script) from any set of schedlab result files.
 //!
 //! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
 //!   closed pipe, the exit codes.
@@ -21,6 +23,7 @@ pub mod frontend;
 pub mod hist;
 pub mod loghist;
 pub mod machine;
+pub mod page;
 pub mod plot;
 
 pub use hist::{Hist, Summary};

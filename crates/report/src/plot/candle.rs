@@ -51,7 +51,7 @@ pub struct CandleChart {
 impl CandleChart {
     /// An empty chart over `categories`.
     pub fn new(title: &str, y_label: &str, categories: Vec<String>) -> Self {
-        CandleChart { title: title.into(), y_label: y_label.into(), categories, series: Vec::new(), width: 1000.0, height: 600.0, log_y: false }
+        CandleChart { title: title.into(), y_label: y_label.into(), categories, series: Vec::new(), width: 640.0, height: 420.0, log_y: false }
     }
 
     /// Adds a series (one entry per category; `None` leaves a gap).
@@ -67,25 +67,14 @@ impl CandleChart {
     /// Renders the SVG text.
     pub fn svg(&self) -> String {
         let (w, h) = (self.width, self.height);
-        let (ml, mr, mt, mb) = (80.0, 30.0, 70.0, 60.0);
+        let (ml, mr, mt, mb) = (66.0, 20.0, 58.0, 52.0);
         let lo = self.candles().map(|c| c.min.min(c.med)).fold(f64::INFINITY, f64::min);
         let hi = self.candles().map(|c| c.max.max(c.box_top())).fold(f64::NEG_INFINITY, f64::max);
         let (lo, hi) = if lo.is_finite() && hi.is_finite() { (lo, hi) } else { (0.0, 1.0) };
         let log = self.log_y && lo > 0.0;
         let (y0, y1, ticks) = if log {
             let (a, b) = (lo.log10().floor(), hi.log10().ceil().max(lo.log10().floor() + 1.0));
-            let mut t = Vec::new();
-            let mut e = a;
-            while e <= b {
-                for m in [1.0, 2.0, 5.0] {
-                    let v = m * 10f64.powf(e);
-                    if v >= 10f64.powf(a) && v <= 10f64.powf(b) {
-                        t.push(v);
-                    }
-                }
-                e += 1.0;
-            }
-            (a, b, t)
+            (a, b, super::log_ticks(a, b))
         } else {
             let t = nice_ticks(0.0, hi.max(1e-9) * 1.05, 8);
             let top = t.last().copied().unwrap_or(hi).max(hi);
@@ -102,12 +91,12 @@ impl CandleChart {
         let slot = cw / (ns + 1.0);
         let bw = (slot * 0.7).min(40.0);
         let mut s = String::new();
-        svg_open(&mut s, w, h, "DejaVu Sans, sans-serif", 13, &self.title, 24.0, 18);
+        svg_open(&mut s, w, h, "DejaVu Sans, Helvetica, Arial, sans-serif", 12, &self.title, 20.0, 14);
         y_grid(&mut s, &ticks, py, ml, w - mr);
         let _ = writeln!(s, r##"<rect x="{ml}" y="{mt}" width="{:.1}" height="{:.1}" fill="none" stroke="#333"/>"##, w - ml - mr, h - mt - mb);
         let _ = writeln!(
             s,
-            r#"<text transform="translate(20,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            r#"<text transform="translate(16,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
             mt + (h - mt - mb) / 2.0,
             esc(&format!("{}{}", self.y_label, if log { " (log scale)" } else { "" }))
         );
@@ -146,19 +135,19 @@ impl CandleChart {
                 let _ = writeln!(s, r#"<line x1="{:.1}" y1="{ymed:.1}" x2="{:.1}" y2="{ymed:.1}" stroke="{col}" stroke-width="3"/>"#, x - bw / 2.0, x + bw / 2.0);
                 s.push_str("</g>\n");
             }
-            let lx = ml + 10.0 + si as f64 * 220.0;
+            let lx = ml + 4.0 + si as f64 * 200.0;
             let _ = writeln!(
                 s,
-                r#"<rect x="{lx:.1}" y="38" width="14" height="14" fill="{col}" fill-opacity="0.35" stroke="{col}"/><text x="{:.1}" y="50">{}</text>"#,
+                r#"<rect x="{lx:.1}" y="30" width="12" height="12" fill="{col}" fill-opacity="0.35" stroke="{col}"/><text x="{:.1}" y="40">{}</text>"#,
                 lx + 20.0,
                 esc(&ser.name)
             );
         }
         let _ = writeln!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11" fill="#555">box: median to median + stddev/2; whiskers: min to max</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10" fill="#555">box: median to median + stddev/2; whiskers: min to max</text>"##,
             w - mr,
-            h - 12.0
+            h - 8.0
         );
         s.push_str("</svg>\n");
         s
@@ -202,7 +191,7 @@ mod tests {
         assert!(g.contains(r#"data-med="220""#) && g.contains(r#"data-dev="619""#));
         let rect = g.split("<rect ").nth(1).unwrap();
         let height: f64 = rect.split("height=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
-        // Linear axis from 0 to the top tick (>= 8871): 309.5 us of box in 470 px of plot.
+        // Linear axis from 0 to the top tick (>= 8871): 309.5 us of box in 310 px of plot.
         assert!(height > 5.0 && height < 30.0, "{height}");
         assert_eq!(Candle { med: 10.0, dev: 4.0, min: 1.0, max: 20.0 }.box_top(), 12.0);
     }

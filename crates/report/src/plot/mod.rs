@@ -8,7 +8,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+pub mod bar;
 pub mod candle;
+pub mod figures;
 
 /// Colours used for series in order (colour-blind-friendly palette, then repeats).
 pub const PALETTE: [&str; 13] = [
@@ -87,6 +89,90 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Axis scale. `Auto` is logarithmic when the positive data spans more than two decades
+/// (max / min > 100) and linear otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log,
+    Auto,
+}
+
+impl Scale {
+    /// Whether the axis is drawn logarithmically for data in [lo, hi] (lo: smallest positive value).
+    pub fn is_log(self, lo_pos: f64, hi: f64) -> bool {
+        match self {
+            Scale::Linear => false,
+            Scale::Log => lo_pos.is_finite() && lo_pos > 0.0 && hi > 0.0,
+            Scale::Auto => lo_pos.is_finite() && lo_pos > 0.0 && hi / lo_pos > 100.0,
+        }
+    }
+}
+
+/// Ticks of a log axis between 10^a and 10^b: 1, 2, 5 per decade (only powers of ten when the
+/// axis spans more than two decades, so that the labels never overlap).
+pub fn log_ticks(a: f64, b: f64) -> Vec<f64> {
+    let mults: &[f64] = if b - a > 2.0 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+    let mut t = Vec::new();
+    let mut e = a;
+    while e <= b {
+        for m in mults {
+            let v = m * 10f64.powf(e);
+            if v >= 10f64.powf(a) * (1.0 - 1e-9) && v <= 10f64.powf(b) * (1.0 + 1e-9) {
+                t.push(v);
+            }
+        }
+        e += 1.0;
+    }
+    t
+}
+
+/// One axis mapping data to a pixel range, linear or logarithmic.
+#[derive(Clone, Debug)]
+pub struct Axis {
+    pub log: bool,
+    /// Data range (in log10 units when `log`).
+    pub lo: f64,
+    pub hi: f64,
+    pub ticks: Vec<f64>,
+}
+
+impl Axis {
+    /// An axis covering `values` (non-finite ignored; non-positive ignored on a log axis).
+    /// `from_zero`: a linear axis starts at 0 when all data are positive.
+    pub fn fit(values: impl Iterator<Item = f64> + Clone, scale: Scale, from_zero: bool, n: usize) -> Axis {
+        let fin = values.filter(|v| v.is_finite());
+        let lo = fin.clone().fold(f64::INFINITY, f64::min);
+        let hi = fin.clone().fold(f64::NEG_INFINITY, f64::max);
+        let lo_pos = fin.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        if scale.is_log(lo_pos, hi) {
+            let a = lo_pos.log10().floor();
+            let b = hi.log10().ceil().max(a + 1.0);
+            return Axis { log: true, lo: a, hi: b, ticks: log_ticks(a, b) };
+        }
+        let (mut lo, mut hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+        if from_zero && lo > 0.0 {
+            lo = 0.0;
+        }
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        let pad = if from_zero { (hi - lo) * 0.05 } else { 0.0 };
+        let ticks = nice_ticks(lo, hi + pad, n);
+        let hi = ticks.last().copied().unwrap_or(hi).max(hi);
+        Axis { log: false, lo, hi, ticks }
+    }
+
+    /// Position of `v` in [0, 1] along the axis (None for non-finite values or v <= 0 on a log axis).
+    pub fn frac(&self, v: f64) -> Option<f64> {
+        if !v.is_finite() || (self.log && v <= 0.0) {
+            return None;
+        }
+        let t = if self.log { v.log10() } else { v };
+        Some((t - self.lo) / (self.hi - self.lo))
+    }
+}
+
 /// A line chart with markers.
 #[derive(Clone, Debug)]
 pub struct LineChart {
@@ -98,19 +184,30 @@ pub struct LineChart {
     pub height: f64,
     /// Optional horizontal reference line (e.g. y = 1 for "relative to optimal").
     pub reference_y: Option<f64>,
+    pub x_scale: Scale,
+    pub y_scale: Scale,
+    /// Draw steps (a CDF) instead of straight segments between points.
+    pub steps: bool,
+    /// Draw a marker at every point.
+    pub markers: bool,
 }
 
 impl LineChart {
-    /// An empty chart.
+    /// An empty chart: 640 x 400, readable at paper column width; linear x, y logarithmic when the
+    /// data span more than two decades.
     pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
         LineChart {
             title: title.into(),
             x_label: x_label.into(),
             y_label: y_label.into(),
             series: Vec::new(),
-            width: 900.0,
-            height: 560.0,
+            width: 640.0,
+            height: 400.0,
             reference_y: None,
+            x_scale: Scale::Linear,
+            y_scale: Scale::Auto,
+            steps: false,
+            markers: true,
         }
     }
 
@@ -120,41 +217,26 @@ impl LineChart {
         self
     }
 
+    /// Whether any series has a point that can be drawn.
+    pub fn has_data(&self) -> bool {
+        self.series.iter().any(|s| s.points.iter().any(|p| p.0.is_finite() && p.1.is_finite()))
+    }
+
     /// Renders the SVG text.
     pub fn svg(&self) -> String {
         let (w, h) = (self.width, self.height);
-        let (ml, mr, mt, mb) = (70.0, 150.0, 40.0, 55.0);
-        let pts = self.series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
-        let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64, f64::NEG_INFINITY);
-        for &(x, y) in pts {
-            x0 = x0.min(x);
-            x1 = x1.max(x);
-            y0 = y0.min(y);
-            y1 = y1.max(y);
-        }
-        if let Some(r) = self.reference_y {
-            y1 = y1.max(r);
-            y0 = y0.min(r);
-        }
-        if !x0.is_finite() {
-            (x0, x1, y1) = (0.0, 1.0, 1.0);
-        }
-        if x1 <= x0 {
-            x1 = x0 + 1.0;
-        }
-        if y1 <= y0 {
-            y1 = y0 + 1.0;
-        }
-        let xt = nice_ticks(x0, x1, 8);
-        let yt = nice_ticks(y0, y1 * 1.05, 8);
-        let y1 = yt.last().copied().unwrap_or(y1).max(y1);
-        let px = |x: f64| ml + (x - x0) / (x1 - x0) * (w - ml - mr);
-        let py = |y: f64| h - mb - (y - y0) / (y1 - y0) * (h - mt - mb);
+        let longest = self.series.iter().map(|s| s.name.chars().count()).max().unwrap_or(0) as f64;
+        let (ml, mr, mt, mb) = (66.0, (34.0 + longest * 7.0).clamp(60.0, 200.0), 34.0, 48.0);
+        let pts = || self.series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+        let xa = Axis::fit(pts().map(|p| p.0), self.x_scale, false, 7);
+        let ya = Axis::fit(pts().map(|p| p.1).chain(self.reference_y), self.y_scale, true, 7);
+        let px = |x: f64| xa.frac(x).map(|f| ml + f * (w - ml - mr));
+        let py = |y: f64| ya.frac(y).map(|f| h - mb - f * (h - mt - mb));
         let mut s = String::new();
-        svg_open(&mut s, w, h, "sans-serif", 12, &self.title, 22.0, 16);
-        y_grid(&mut s, &yt, py, ml, w - mr);
-        for &t in &xt {
-            let x = px(t);
+        svg_open(&mut s, w, h, "DejaVu Sans, Helvetica, Arial, sans-serif", 12, &self.title, 20.0, 14);
+        y_grid(&mut s, &ya.ticks, |t| py(t).unwrap_or(h - mb), ml, w - mr);
+        for &t in &xa.ticks {
+            let Some(x) = px(t) else { continue };
             let _ = writeln!(
                 s,
                 r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#999"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
@@ -170,46 +252,52 @@ impl LineChart {
             w - ml - mr,
             h - mt - mb
         );
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, ml + (w - ml - mr) / 2.0, h - 12.0, esc(&self.x_label));
+        let log_note = |log: bool| if log { " (log scale)" } else { "" };
         let _ = writeln!(
             s,
-            r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-            mt + (h - mt - mb) / 2.0,
-            esc(&self.y_label)
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            ml + (w - ml - mr) / 2.0,
+            h - 10.0,
+            esc(&format!("{}{}", self.x_label, log_note(xa.log)))
         );
-        if let Some(r) = self.reference_y {
-            let _ = writeln!(
-                s,
-                r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#888" stroke-dasharray="4 3"/>"##,
-                w - mr,
-                y = py(r)
-            );
+        let _ = writeln!(
+            s,
+            r#"<text transform="translate(16,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            mt + (h - mt - mb) / 2.0,
+            esc(&format!("{}{}", self.y_label, log_note(ya.log)))
+        );
+        if let Some(y) = self.reference_y.and_then(py) {
+            let _ = writeln!(s, r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#888" stroke-dasharray="4 3"/>"##, w - mr);
         }
         for (i, ser) in self.series.iter().enumerate() {
             let col = PALETTE[i % PALETTE.len()];
-            let path: Vec<String> = ser
-                .points
-                .iter()
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-                .collect();
+            let xy: Vec<(f64, f64)> = ser.points.iter().filter_map(|&(x, y)| Some((px(x)?, py(y)?))).collect();
+            let mut path: Vec<String> = Vec::new();
+            for (k, &(x, y)) in xy.iter().enumerate() {
+                if self.steps && k > 0 {
+                    path.push(format!("{x:.1},{:.1}", xy[k - 1].1));
+                }
+                path.push(format!("{x:.1},{y:.1}"));
+            }
             let _ = writeln!(
                 s,
-                r#"<polyline class="series" data-name="{}" fill="none" stroke="{col}" stroke-width="1.6" points="{}"/>"#,
+                r#"<polyline class="series" data-name="{}" data-points="{}" fill="none" stroke="{col}" stroke-width="1.6" points="{}"/>"#,
                 esc(&ser.name),
+                xy.len(),
                 path.join(" ")
             );
-            for p in &path {
-                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-                let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{col}"/>"#);
+            if self.markers {
+                for (x, y) in &xy {
+                    let _ = writeln!(s, r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.2" fill="{col}"/>"#);
+                }
             }
-            let ly = mt + 14.0 + i as f64 * 17.0;
-            let lx = w - mr + 12.0;
+            let ly = mt + 12.0 + i as f64 * 16.0;
+            let lx = w - mr + 10.0;
             let _ = writeln!(
                 s,
                 r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{col}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-                lx + 22.0,
-                lx + 28.0,
+                lx + 18.0,
+                lx + 23.0,
                 ly + 4.0,
                 esc(&ser.name)
             );
@@ -242,5 +330,24 @@ mod tests {
         assert!(svg.contains(r#"data-name="RR""#) && svg.contains(r#"data-name="SF""#));
         assert!(svg.contains("t &lt;1&gt;"));
         assert!(!svg.contains("NaN"));
+        assert!(!svg.contains("log scale"), "linear data stay linear");
+    }
+    #[test]
+    fn decades_get_a_log_axis() {
+        let mut c = LineChart::new("cdf", "delay (us)", "fraction");
+        c.x_scale = Scale::Auto;
+        c.add("a", vec![(1.0, 0.0), (10.0, 0.5), (10000.0, 1.0)]);
+        let svg = c.svg();
+        assert!(svg.contains("delay (us) (log scale)"), "{svg}");
+        assert!(!svg.contains("fraction (log scale)"));
+        assert!(svg.contains(r#"data-points="3""#));
+        assert_eq!(log_ticks(0.0, 2.0), vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(log_ticks(1.0, 5.0), vec![10.0, 100.0, 1000.0, 10000.0, 100000.0]);
+        // Zero cannot be drawn on a log axis: the point is left out, not placed at -inf.
+        let mut c = LineChart::new("t", "x", "y");
+        c.y_scale = Scale::Log;
+        c.add("z", vec![(1.0, 0.0), (2.0, 10.0), (3.0, 1000.0)]);
+        let svg = c.svg();
+        assert!(svg.contains(r#"data-points="2""#) && !svg.contains("inf") && !svg.contains("NaN"));
     }
 }
