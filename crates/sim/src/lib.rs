@@ -20,6 +20,9 @@ pub mod model;
 pub mod output;
 pub mod plot;
 pub mod replay;
+pub mod replicate;
+pub mod stats;
+pub mod theory;
 
 pub use engine::{run, Arrivals, Control, RunResult, SimConfig};
 pub use model::{LengthDist, Strategy};
