@@ -195,4 +195,58 @@ mod tests {
         assert!(report(50.0).packets_needed() < 1e5);
         assert!(report(90.0).packets_needed() < 5e6);
     }
+
+    /// Long FIFO runs converge to the closed forms: for random length mixes, loads and service
+    /// models, 1 M arrival packets put the simulated qlen and every FIFO latency within three
+    /// batch-means half-widths (plus 0.5% for the residual start-up bias) of theory.
+    mod convergence {
+        use super::*;
+        use crate::engine::{run, Control, SimConfig};
+        use crate::model::parse_strategy;
+        use crate::stats::{analyse, Options};
+        use proptest::prelude::*;
+
+        fn check(dist: LengthDist, service: Service, traffic: f64, seed: u64) -> Result<(), TestCaseError> {
+            let cfg = SimConfig {
+                strategies: vec![parse_strategy("FIFO").unwrap()],
+                dist,
+                service,
+                ..SimConfig::report(traffic, 1_000_000, seed)
+            };
+            let r = run(&cfg, &Control::default());
+            let st = analyse(&cfg, std::slice::from_ref(&r), &Options::default());
+            let cells = std::iter::once(&st.qlen).chain(st.strategies[0].cells.iter());
+            for c in cells {
+                let want = c.analytic.expect("FIFO has a closed form");
+                let tol = 3.0 * c.ci95 + 0.005 * want;
+                prop_assert!(
+                    (c.mean - want).abs() <= tol,
+                    "{traffic}% {service:?} len {}: simulated {} ± {} vs theory {want}",
+                    c.len,
+                    c.mean,
+                    c.ci95
+                );
+            }
+            Ok(())
+        }
+
+        #[test]
+        fn the_reports_model_at_50_and_80_percent() {
+            check(LengthDist::report_default(), Service::Report, 50.0, 11).unwrap();
+            check(LengthDist::report_default(), Service::Report, 80.0, 12).unwrap();
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+            #[test]
+            fn random_models_converge(
+                lo1 in 1i64..8, w1 in 0i64..6, lo2 in 1i64..30, p1 in 20.0f64..80.0,
+                traffic in 20.0f64..75.0, svc in 0usize..3, seed in 1u64..1000,
+            ) {
+                let dist = LengthDist::new(&[(lo1, lo1 + w1, p1), (lo2, lo2, 100.0 - p1)]).unwrap();
+                let service = [Service::Report, Service::Det, Service::Exp][svc];
+                check(dist, service, traffic, seed)?;
+            }
+        }
+    }
 }

@@ -107,7 +107,7 @@ impl Comparison {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "\nPaired differences from {b} (mean latency of the strategy minus {b}'s, time units; 95% half-width from {}), traffic {}%:",
+            "\nPaired differences from {b} (a strategy's mean latency minus that of {b}, time units; 95% half-width from {}), traffic {}%:",
             self.method,
             fmt_g(traffic),
             b = self.base
