@@ -184,7 +184,8 @@ fn plan(a: SimArgs) -> Result<SimPlan> {
         let d = crate::stats::analysis::warmup_batches(c, w);
         if d + 2 > u64::from(c.batches) {
             bail!(
-                "--warmup {w}: deletes {d} of the {} batches, leaving fewer than 2 for the statistics; give a smaller warm-up, more --packets or more --batches",
+                "--warmup {}: deletes {d} of the {} batches, leaving fewer than 2 for the statistics; give a smaller warm-up, more --packets or more --batches",
+                a.warmup.as_deref().unwrap_or_default(),
                 c.batches
             );
         }
@@ -368,7 +369,7 @@ fn build_configs(a: &SimArgs, notes: &mut Vec<String>) -> Result<Vec<SimConfig>>
             bail!("{}: the trace has applications 0..={} but --weights gives {n_weights} weights", p.display(), apps - 1);
         }
         // The trace's own measured load (packets per time unit over its span), for labelling only.
-        let traffic = pk as f64 / span * 100.0;
+        let traffic = (pk as f64 / span * 100_000.0).round() / 1000.0;
         return Ok(vec![SimConfig { traffic, packets: pk, apps: apps.max(base.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
     }
     let levels = if a.traffic.is_empty() { vec![90.0] } else { a.traffic.clone() };

@@ -95,7 +95,7 @@ pub fn compare(reps: &[RunResult], ds: &[usize], base: &Strategy) -> Option<Comp
     let method = if n > 1 {
         format!("paired differences across {n} replications (Student t, {} degrees of freedom)", n - 1)
     } else {
-        let k = reps[0].strategies[b].overall.batch_means.len().saturating_sub(ds[0]);
+        let k = finite(reps[0].strategies[b].overall.batch_means.get(ds[0]..).unwrap_or(&[])).len();
         format!("batch means of the paired differences ({k} batches)")
     };
     Some(Comparison { base: label, method, rows })
