@@ -680,4 +680,30 @@ mod tests {
         assert!(parse_count("0").is_err());
         assert!(parse_count("x").is_err());
     }
+
+    /// The library entry point a fuzz target calls: errors, never a panic or an exit.
+    #[test]
+    fn parse_sim_args_refuses_without_panicking() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        for bad in [
+            &["sim", "-é"][..],
+            &["sim", "--packets", "ék"],
+            &["sim", "--warmup", "ék"],
+            &["sim", "--warmup", "2M", "--packets", "2M"],
+            &["sim", "-m", "1", "é", "100"],
+            &["sim", "--replications", "0"],
+            &["sim", "--compare", "é"],
+            &["sim", "-a", "é"],
+            &["sim", "-t", "100"],
+            &["sim", "--batches", "1"],
+        ] {
+            assert!(parse_sim_args(&os(bad)).is_err(), "{bad:?}");
+        }
+        let p = parse_sim_args(&os(&["sim", "-a", "1e6,SF,10", "--compare", "RR'", "--replications", "3", "--warmup", "auto"])).unwrap();
+        let labels: Vec<String> = p.configs[0].strategies.iter().map(|s| s.label()).collect();
+        assert_eq!(labels, ["RR'", "SF", "10"]);
+        assert_eq!(p.replications, 3);
+        assert_eq!(p.stats.warmup, crate::stats::Warmup::Auto);
+        assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+    }
 }
