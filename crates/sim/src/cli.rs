@@ -24,6 +24,8 @@ use crate::model::{
 };
 use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, CSV_HEADER};
 use crate::plot::write_figures;
+use crate::replicate::{merge, replications};
+use crate::stats::{analyse, LevelStats};
 
 /// Default number of arrival packets simulated per traffic level.
 pub const DEFAULT_PACKETS: u64 = 100_000_000;
@@ -117,6 +119,113 @@ struct SimArgs {
     /// No progress bar
     #[arg(long = "quiet")]
     quiet: bool,
+    /// Independent replications with seeds SEED, SEED+1, ... (run in parallel): cells are means over
+    /// them with Student-t 95% half-widths; every replication's values and seed are kept
+    #[arg(long = "replications", value_name = "N", default_value_t = 1)]
+    replications: u32,
+    /// Paired comparison: each strategy's mean latency minus BASE's (e.g. SF, "RR'") with a 95%
+    /// half-width from the paired differences and a verdict (lower / higher / no difference)
+    #[arg(long = "compare", value_name = "BASE", allow_hyphen_values = true)]
+    compare: Option<String>,
+    /// Delete an initial transient from the steady-state statistics (not from the report's
+    /// cumulative tables): PACKETS (whole batches), or auto (MSER on the queue-length batch means)
+    #[arg(long = "warmup", value_name = "PACKETS|auto")]
+    warmup: Option<String>,
+    /// Also print the batch-means diagnostics (lag-1 autocorrelations, relaxation time, warm-up)
+    #[arg(long = "verbose", short = 'v')]
+    verbose: bool,
+}
+
+/// `schedlab sim`'s arguments, parsed and validated into what will run (nothing is run, no output
+/// file is written). Built by [`parse_sim_args`].
+#[derive(Debug)]
+pub struct SimPlan {
+    args: SimArgs,
+    /// One configuration per traffic level (the first replication's seed).
+    pub configs: Vec<SimConfig>,
+    pub replications: u32,
+    pub stats: crate::stats::Options,
+    /// Things the user should know (a strategy named twice, a comparison base added), for stderr.
+    pub notes: Vec<String>,
+}
+
+/// Why `schedlab sim`'s arguments were refused.
+#[derive(Debug)]
+pub enum SimArgsError {
+    /// A usage error, or `--help`/`--version` (printed by clap; exit 2, or 0 for help).
+    Usage(clap::Error),
+    /// Well-formed options with a bad value or an unreadable file.
+    Invalid(anyhow::Error),
+}
+
+impl std::fmt::Display for SimArgsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimArgsError::Usage(e) => write!(f, "{e}"),
+            SimArgsError::Invalid(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+/// Parses and validates `schedlab sim`'s arguments (`args[0]` is the command name) as the
+/// command would, without running anything: never panics and never exits, whatever the input
+/// (the entry point for fuzzing the seed-verbatim parser). Reads `--dist`/`--trace` files.
+pub fn parse_sim_args(args: &[OsString]) -> Result<SimPlan, SimArgsError> {
+    let a = SimArgs::try_parse_from(args).map_err(SimArgsError::Usage)?;
+    plan(a).map_err(SimArgsError::Invalid)
+}
+
+fn plan(a: SimArgs) -> Result<SimPlan> {
+    let mut notes = Vec::new();
+    let mut configs = build_configs(&a, &mut notes)?;
+    if a.replications == 0 || a.replications > 100_000 {
+        bail!("--replications {}: give between 1 and 100000 independent replications", a.replications);
+    }
+    let warmup = match &a.warmup {
+        Some(w) => crate::stats::Warmup::parse(w).map_err(|e| anyhow::anyhow!("--warmup {w}: {e}"))?,
+        None => crate::stats::Warmup::None,
+    };
+    if let crate::stats::Warmup::Packets(w) = warmup {
+        let c = &configs[0];
+        let d = crate::stats::analysis::warmup_batches(c, w);
+        if d + 2 > u64::from(c.batches) {
+            bail!(
+                "--warmup {}: deletes {d} of the {} batches, leaving fewer than 2 for the statistics; give a smaller warm-up, more --packets or more --batches",
+                a.warmup.as_deref().unwrap_or_default(),
+                c.batches
+            );
+        }
+    }
+    let compare = match &a.compare {
+        Some(b) => {
+            let s = parse_strategy(b).with_context(|| format!("--compare {b}"))?;
+            for c in &mut configs {
+                if !c.strategies.contains(&s) {
+                    c.strategies.insert(0, s.clone());
+                }
+            }
+            if !a.alphas.is_empty() && !a.alphas.iter().any(|x| parse_strategy(x).ok().as_ref() == Some(&s)) {
+                notes.push(format!("--compare {b}: {} is not among the strategies; added it", s.label()));
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    let stats = crate::stats::Options { warmup, compare, ..Default::default() };
+    Ok(SimPlan { replications: a.replications, configs, stats, notes, args: a })
+}
+
+/// Parses the `-a` strategies, keeping the first spelling of each and noting the repeats.
+fn dedup_strategies(names: &[String], notes: &mut Vec<String>) -> Result<Vec<Strategy>> {
+    let mut out: Vec<(Strategy, &str)> = Vec::new();
+    for n in names {
+        let s = parse_strategy(n)?;
+        match out.iter().find(|(x, _)| *x == s) {
+            Some((_, first)) => notes.push(format!("-a {n} names {} like -a {first}: it is run once", s.label())),
+            None => out.push((s, n)),
+        }
+    }
+    Ok(out.into_iter().map(|(s, _)| s).collect())
 }
 
 #[derive(Parser, Debug)]
@@ -172,15 +281,15 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     if cmd == "bench" {
         return bench_main(args);
     }
-    let a = match SimArgs::try_parse_from(args) {
-        Ok(a) => a,
-        Err(e) => {
+    match parse_sim_args(&args) {
+        Ok(p) => sim_main(p),
+        Err(SimArgsError::Usage(e)) => {
             let code = if e.use_stderr() { 2 } else { 0 };
             e.print().ok();
-            return Ok(code);
+            Ok(code)
         }
-    };
-    sim_main(a)
+        Err(SimArgsError::Invalid(e)) => Err(e),
+    }
 }
 
 /// `schedlab sim`'s (or `schedlab bench`'s) command line parsed into the run's configurations,
@@ -193,10 +302,14 @@ pub fn parse_args(args: Vec<OsString>) -> Result<Vec<SimConfig>> {
         check_traffic(a.traffic)?;
         return Ok(vec![SimConfig::report(a.traffic, a.packets, a.seed)]);
     }
-    build_configs(&SimArgs::try_parse_from(args)?)
+    match parse_sim_args(&args) {
+        Ok(p) => Ok(p.configs),
+        Err(SimArgsError::Usage(e)) => Err(e.into()),
+        Err(SimArgsError::Invalid(e)) => Err(e),
+    }
 }
 
-fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
+fn build_configs(a: &SimArgs, notes: &mut Vec<String>) -> Result<Vec<SimConfig>> {
     let dist = if let Some(p) = &a.dist {
         LengthDist::from_file(p)?
     } else if a.mesdis.is_empty() {
@@ -214,7 +327,7 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
     let mut strategies = if a.alphas.is_empty() {
         report_defaults()
     } else {
-        a.alphas.iter().map(|s| parse_strategy(s)).collect::<Result<Vec<_>, _>>()?
+        dedup_strategies(&a.alphas, notes)?
     };
     let msg_alpha = match &a.msg_alpha {
         Some(s) => parse_alpha_classes(s)?,
@@ -292,9 +405,9 @@ fn build_configs(a: &SimArgs) -> Result<Vec<SimConfig>> {
         if a.weights.is_some() && apps > n_weights {
             bail!("{}: the trace has applications 0..={} but --weights gives {n_weights} weights", p.display(), apps - 1);
         }
-        // The trace's own load, for labelling only.
-        let traffic = (pk as f64 / span * 100.0).min(99.999);
-        return Ok(vec![SimConfig { traffic, apps: apps.max(base.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
+        // The trace's own measured load (packets per time unit over its span), for labelling only.
+        let traffic = (pk as f64 / span * 100_000.0).round() / 1000.0;
+        return Ok(vec![SimConfig { traffic, packets: pk, apps: apps.max(base.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
     }
     check_in_order(a.in_order, a.closed.unwrap_or(base.apps), a.closed.is_some())?;
     let levels = if a.traffic.is_empty() { vec![90.0] } else { a.traffic.clone() };
@@ -329,8 +442,14 @@ fn check_in_order(in_order: bool, apps: u32, closed: bool) -> Result<()> {
     Ok(())
 }
 
-fn sim_main(a: SimArgs) -> Result<i32> {
-    let configs = build_configs(&a)?;
+fn sim_main(p: SimPlan) -> Result<i32> {
+    let SimPlan { args: a, configs: levels, replications: nrep, stats: opts, notes } = p;
+    for n in &notes {
+        eprintln!("schedlab sim: note: {n}");
+    }
+    let nrep = nrep as usize;
+    // One job per (level, replication), level-major; replications of a level are independent.
+    let configs: Vec<SimConfig> = levels.iter().flat_map(|c| replications(c, nrep as u32)).collect();
     let n = configs.len();
     let controls: Vec<Arc<Control>> = (0..n).map(|_| Arc::new(Control::default())).collect();
     {
@@ -377,45 +496,105 @@ fn sim_main(a: SimArgs) -> Result<i32> {
     });
     let results: Vec<RunResult> = results.into_iter().map(|r| r.expect("every level ran")).collect();
     let interrupted = results.iter().any(|r| r.interrupted);
+    let groups: Vec<&[RunResult]> = results.chunks(nrep).collect();
+    let stats: Vec<LevelStats> = levels.iter().zip(&groups).map(|(c, g)| analyse(c, g, &opts)).collect();
+    // With replications the report's tables show the means over them.
+    let merged: Vec<RunResult> = if nrep > 1 { groups.iter().map(|g| merge(g)).collect() } else { Vec::new() };
+    let shown: &[RunResult] = if nrep > 1 { &merged } else { &results };
 
     let mut out = String::new();
+    let seeds = if nrep > 1 {
+        format!("seeds {}..{} ({nrep} independent replications)", a.seed, a.seed.wrapping_add(nrep as u64 - 1))
+    } else {
+        format!("seed {}", a.seed)
+    };
+    let volume = match (&a.trace, &levels[0].arrivals) {
+        (Some(p), Arrivals::Trace(tr)) => format!(
+            "trace {}: {} messages, {} packets over {} time units, measured load {}% (run until all delivered)",
+            p.display(),
+            thousands(tr.len() as u64),
+            thousands(tr.iter().map(|x| u64::from(x.len)).sum()),
+            crate::output::fmt_g((tr.last().map_or(0.0, |x| x.time) * 100.0).round() / 100.0),
+            crate::output::fmt_g((levels[0].traffic * 1000.0).round() / 1000.0)
+        ),
+        _ => format!("{} arrival packets per level{}", thousands(levels[0].packets), if nrep > 1 { " and replication" } else { "" }),
+    };
     out.push_str(&format!(
-        "# schedlab sim: seed {}, {} arrival packets per level{}; time unit = mean packet service time{}{}\n",
-        a.seed,
-        thousands(configs[0].packets),
-        if a.trace.is_some() { " (trace: until all delivered)" } else { "" },
+        "# schedlab sim: {seeds}, {volume}; time unit = mean packet service time{}{}\n",
         match &a.time_unit {
             Some(u) => format!(" = {u} of trace time"),
             None => String::new(),
         },
-        match configs[0].service {
+        match levels[0].service {
             Service::Report => String::new(),
             s => format!("; service {}", s.name()),
         },
     ));
-    for r in &results {
+    for (k, r) in shown.iter().enumerate() {
         out.push('\n');
+        if nrep > 1 {
+            out.push_str(&format!(
+                "Means over {nrep} replications (seeds {}..{}; packets = their total; ±: Student t across replications):\n",
+                a.seed,
+                a.seed.wrapping_add(nrep as u64 - 1)
+            ));
+        }
         out.push_str(&raw_table(r));
         out.push_str(&crate::questions::closed_loop_table(r));
         if !a.brief {
-            out.push_str(&extra_tables(r, a.batches));
+            let extra = extra_tables(r, a.batches);
+            if nrep > 1 {
+                let from = format!("(batch means, {} batches)", a.batches);
+                out.push_str(&extra.replace(&from, &format!("(Student t across {nrep} replications, {} df)", nrep - 1)));
+            } else {
+                out.push_str(&extra);
+            }
         }
-        if a.classic {
+        if nrep > 1 {
+            for rep in groups[k] {
+                out.push_str(&format!("\nReplication seed {}:\n", rep.seed));
+                out.push_str(&raw_table(rep));
+                if a.classic {
+                    out.push_str(&classic_lines(rep));
+                }
+            }
+        }
+        out.push_str(&stats[k].text(a.brief, a.verbose));
+        if a.classic && nrep == 1 {
             out.push_str(&classic_lines(r));
         }
     }
     print!("{out}");
+    let warnings: Vec<String> = stats.iter().flat_map(|s| s.warnings.iter().cloned()).collect();
+    for w in &warnings {
+        eprintln!("schedlab sim: warning: {w}");
+    }
+    if let Some(b) = &opts.compare {
+        if stats.iter().any(|s| s.comparison.is_none()) {
+            eprintln!("schedlab sim: note: --compare {}: no comparison where the base did not run", b.label());
+        }
+    }
 
     if let Some(p) = &a.json {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "command": "sim",
             "seed": a.seed,
             "time_unit": "mean packet service time (tu)",
-            "service": configs[0].service,
+            "service": levels[0].service,
             "machine": MachineInfo::collect(),
-            "length_distribution": configs[0].dist,
-            "runs": results,
+            "length_distribution": levels[0].dist,
+            "runs": shown,
+            "statistics": stats,
+            "warnings": warnings,
         });
+        if nrep > 1 {
+            doc["replications"] = serde_json::json!((0..nrep)
+                .map(|i| serde_json::json!({
+                    "seed": a.seed.wrapping_add(i as u64),
+                    "runs": groups.iter().map(|g| &g[i]).collect::<Vec<_>>(),
+                }))
+                .collect::<Vec<_>>());
+        }
         write_json(p, &doc)?;
     }
     if let Some(p) = &a.csv {
@@ -425,10 +604,18 @@ fn sim_main(a: SimArgs) -> Result<i32> {
                 c.row(&row)?;
             }
         }
+        // With replications, the means follow each replication's rows (seed column `mean`,
+        // ci95 across replications).
+        for r in &merged {
+            for mut row in csv_rows(r) {
+                row[1] = "mean".into();
+                c.row(&row)?;
+            }
+        }
         c.finish()?;
     }
     if let Some(dir) = &a.plot {
-        for f in write_figures(dir, &results)? {
+        for f in write_figures(dir, shown)? {
             eprintln!("wrote {}", f.display());
         }
     }
@@ -548,5 +735,31 @@ mod tests {
         assert_eq!(parse_count("2k"), Ok(2000));
         assert!(parse_count("0").is_err());
         assert!(parse_count("x").is_err());
+    }
+
+    /// The library entry point a fuzz target calls: errors, never a panic or an exit.
+    #[test]
+    fn parse_sim_args_refuses_without_panicking() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        for bad in [
+            &["sim", "-é"][..],
+            &["sim", "--packets", "ék"],
+            &["sim", "--warmup", "ék"],
+            &["sim", "--warmup", "2M", "--packets", "2M"],
+            &["sim", "-m", "1", "é", "100"],
+            &["sim", "--replications", "0"],
+            &["sim", "--compare", "é"],
+            &["sim", "-a", "é"],
+            &["sim", "-t", "100"],
+            &["sim", "--batches", "1"],
+        ] {
+            assert!(parse_sim_args(&os(bad)).is_err(), "{bad:?}");
+        }
+        let p = parse_sim_args(&os(&["sim", "-a", "1e6,SF,10", "--compare", "RR'", "--replications", "3", "--warmup", "auto"])).unwrap();
+        let labels: Vec<String> = p.configs[0].strategies.iter().map(|s| s.label()).collect();
+        assert_eq!(labels, ["RR'", "SF", "10"]);
+        assert_eq!(p.replications, 3);
+        assert_eq!(p.stats.warmup, crate::stats::Warmup::Auto);
+        assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
     }
 }

@@ -123,6 +123,10 @@ pub struct LatStats {
     pub p50_tu: f64,
     pub p99_tu: f64,
     pub max_tu: f64,
+    /// Batch means in batch order, NaN for a batch with no message, aligned across strategies
+    /// (what `stats` uses for paired differences, warm-up deletion and diagnostics).
+    #[serde(skip)]
+    pub batch_means: Vec<f64>,
 }
 
 /// Results of one strategy.
@@ -185,6 +189,9 @@ pub struct RunResult {
     pub qlen_pkts: f64,
     /// Half-width of the 95% confidence interval of `qlen_pkts` (batch means).
     pub qlen_ci95_pkts: f64,
+    /// The per-batch mean queue lengths behind `qlen_ci95_pkts` (used by `stats`).
+    #[serde(skip)]
+    pub qlen_batch_means: Vec<f64>,
     pub strategies: Vec<StrategyResult>,
     pub checkpoints: Vec<Checkpoint>,
     /// True when the run was stopped early (Ctrl-C); statistics cover what ran.
@@ -209,11 +216,13 @@ struct Acc {
     snap_n: u64,
     snap_sum: f64,
     bmeans: Vec<f64>,
+    /// Every batch's mean, NaN when it had no message (aligned across strategies).
+    aligned: Vec<f64>,
 }
 
 impl Acc {
     fn new() -> Self {
-        Acc { sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new() }
+        Acc { sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new(), aligned: Vec::new() }
     }
     /// Messages recorded (the histogram counts them).
     #[inline(always)]
@@ -234,6 +243,7 @@ impl Acc {
         if dn > 0 {
             self.bmeans.push(ds / dn as f64);
         }
+        self.aligned.push(if dn > 0 { ds / dn as f64 } else { f64::NAN });
         self.snap_n = self.n();
         self.snap_sum = self.sum;
     }
@@ -253,6 +263,7 @@ impl Acc {
             p50_tu: self.hist.quantile(0.5),
             p99_tu: self.hist.quantile(0.99),
             max_tu: self.hist.max(),
+            batch_means: self.aligned.clone(),
         }
     }
 }
@@ -339,6 +350,7 @@ struct LaneStats {
     extra: bool,
     /// Batch means of all messages together (the per-length accumulators hold the data).
     overall_bmeans: Vec<f64>,
+    overall_aligned: Vec<f64>,
     by_class: Vec<Acc>,
     /// Per (§10 class, length).
     by_class_len: Vec<Vec<crate::questions::CellAcc>>,
@@ -388,6 +400,7 @@ impl Lane {
                 by_len: (0..=max_len).map(|_| Acc::new()).collect(),
                 extra: !cfg.msg_alpha.is_empty() || apps > 0,
                 overall_bmeans: Vec::new(),
+                overall_aligned: Vec::new(),
                 by_class: cfg.msg_alpha.iter().map(|_| Acc::new()).collect(),
                 by_class_len: Vec::new(),
                 last_seq: vec![0; apps],
@@ -486,6 +499,7 @@ impl LaneStats {
         if dn > 0 {
             self.overall_bmeans.push(ds / dn as f64);
         }
+        self.overall_aligned.push(if dn > 0 { ds / dn as f64 } else { f64::NAN });
         for a in &mut self.by_len {
             a.close_batch();
         }
@@ -503,6 +517,7 @@ impl LaneStats {
             o.hist.merge(&a.hist);
         }
         o.bmeans = self.overall_bmeans.clone();
+        o.aligned = self.overall_aligned.clone();
         o
     }
 
@@ -1265,6 +1280,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
         sim_time_tu: gen.now,
         qlen_pkts: qlen,
         qlen_ci95_pkts: ci95(&gen.qbatches),
+        qlen_batch_means: gen.qbatches.clone(),
         strategies: lanes
             .iter()
             .map(|l| {

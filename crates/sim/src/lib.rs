@@ -21,6 +21,9 @@ pub mod output;
 pub mod plot;
 pub mod questions;
 pub mod replay;
+pub mod replicate;
+pub mod stats;
+pub mod theory;
 
 pub use engine::{run, Arrivals, Control, RunResult, SimConfig};
 pub use model::{LengthDist, Strategy};

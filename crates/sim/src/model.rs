@@ -26,6 +26,9 @@ pub enum ModelError {
     Alpha(String, String),
     #[error("{file}:{line}: field '{field}': {msg}")]
     File { file: PathBuf, line: usize, field: &'static str, msg: String },
+    /// A fault of the whole file (no one line to blame).
+    #[error("{file}: {msg}")]
+    WholeFile { file: PathBuf, msg: String },
     #[error("cannot read {file}: {msg}")]
     Io { file: PathBuf, msg: String },
     #[error("{0}")]
@@ -120,8 +123,8 @@ impl LengthDist {
             parts.push((low, high, pct));
         }
         Self::new(&parts).map_err(|e| match e {
-            ModelError::PercentSum(_) | ModelError::TooLong { .. } | ModelError::Percent { .. } => {
-                ModelError::File { file: path.into(), line: 0, field: "PERCENT", msg: e.to_string() }
+            ModelError::PercentSum(_) | ModelError::TooLong { .. } | ModelError::Percent { .. } | ModelError::Other(_) => {
+                ModelError::WholeFile { file: path.into(), msg: e.to_string() }
             }
             other => other,
         })
@@ -292,7 +295,7 @@ pub fn parse_trace(text: &str, path: &Path, unit: f64) -> Result<Vec<TraceArriva
         v.push(TraceArrival { time: time / unit, len: len as u32, app });
     }
     if v.is_empty() {
-        return Err(ModelError::File { file: path.into(), line: 0, field: "line", msg: "the trace has no arrivals".into() });
+        return Err(ModelError::WholeFile { file: path.into(), msg: "the trace has no arrivals".into() });
     }
     Ok(v)
 }
@@ -483,6 +486,14 @@ mod tests {
         assert!(e.contains("t.txt:2") && e.contains("4 is earlier than the previous arrival 5"), "{e}");
         assert!(parse_trace("1 1\n", p, 0.0).is_err());
         assert!(parse_trace("# nothing\n", p, 1.0).unwrap_err().to_string().contains("no arrivals"));
+        let e = parse_trace("# nothing\n", p, 1.0).unwrap_err().to_string();
+        assert!(!e.contains(":0:"), "{e}");
+        // Whole-file faults of a length distribution name the file, with no line 0.
+        let d = Path::new("d.txt");
+        let e = LengthDist::parse("1 5 50\n20 20 40\n", d).unwrap_err().to_string();
+        assert_eq!(e, "d.txt: length distribution percentages sum to 90, not 100: make them add up to 100");
+        let e = LengthDist::parse("# only a comment\n", d).unwrap_err().to_string();
+        assert!(e.starts_with("d.txt: empty length distribution"), "{e}");
         assert_eq!(LengthDist::parse("1 5 100\n", p).unwrap().support(), vec![1, 2, 3, 4, 5]);
     }
 
