@@ -256,7 +256,7 @@ mod flow_props {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 200 }, ..ProptestConfig::default() })]
 
         /// Work conservation, every packet exactly once, per-flow FIFO order, `last` on the final
         /// packet of each message, and exact counters, for any interleaving of operations.
