@@ -8,7 +8,6 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use schedlab_policy::FlowWeight;
@@ -189,8 +188,6 @@ pub struct PredictReport {
     pub runs: Vec<AlgRun>,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// `println!` that returns an error instead of panicking when stdout is closed.
 macro_rules! outln {
     ($($t:tt)*) => {
@@ -212,10 +209,8 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     for w in &opts.sched.cfg.traffic.warnings {
         eprintln!("schedlab predict: warning: {w}");
     }
-    static HANDLER: std::sync::Once = std::sync::Once::new();
-    HANDLER.call_once(|| {
-        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
-    });
+    // SIGINT/SIGTERM: the front-end kit's one handler per process.
+    let interrupt = schedlab_report::frontend::interrupt();
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
     let base = &opts.sched.cfg;
@@ -234,10 +229,10 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let mut last: Option<RunResult> = None;
     for (name, alg) in &opts.algs {
         let cfg = config_for(base, *alg);
-        let r = run_harness(&cfg, &INTERRUPTED)?;
+        let r = run_harness(&cfg, interrupt.flag())?;
         if r.interrupted {
             outln!("interrupted (Ctrl-C)");
-            return Ok(130);
+            return Ok(schedlab_report::frontend::exit::INTERRUPTED);
         }
         let run = analyse(name, &cfg, &r)?;
         write!(std::io::stdout(), "{}", text(&run)).context("writing to stdout")?;
