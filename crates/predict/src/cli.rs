@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use schedlab_policy::FlowWeight;
 use schedlab_report::plot::LineChart;
 use schedlab_report::MachineInfo;
-use schedlab_sched::cli::{parse_alg, parse_args, Args};
+use schedlab_sched::cli::{load, parse_alg, parse_argv, Args};
 use schedlab_sched::harness::{run as run_harness, Alg, Config, RunResult};
 use schedlab_sched::messages::{merged, MsgRecord};
 use schedlab_sched::traffic::Spec;
@@ -77,6 +77,19 @@ fn parse_alg_item(s: &str) -> Result<Alg> {
     .with_context(|| format!("--algs: '{s}'"))
 }
 
+/// An error of [`parse`] that is not a usage error (the traffic file cannot be read or is wrong):
+/// exit 1, where every other parse error exits 2.
+#[derive(Debug)]
+struct NotUsage(String);
+
+impl std::fmt::Display for NotUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotUsage {}
+
 /// Parses `schedlab predict`'s arguments (without the program name). `Ok(None)`: help.
 fn parse(argv: &[String]) -> Result<Option<Opts>> {
     let mut rest = Vec::new();
@@ -106,7 +119,9 @@ fn parse(argv: &[String]) -> Result<Option<Opts>> {
             _ => rest.push(a.clone()),
         }
     }
-    let Some(mut sched) = parse_args(&rest)? else { return Ok(None) };
+    let Some(argv) = parse_argv(&rest)? else { return Ok(None) };
+    // Reading the traffic file is the one step of parsing that is not about the command line.
+    let mut sched = load(argv).map_err(|e| anyhow::Error::new(NotUsage(format!("{e:#}"))))?;
     if sched.bench {
         bail!("--bench is not a predict option");
     }
@@ -202,9 +217,17 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         .skip(1)
         .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
         .collect::<Result<_>>()?;
-    let Some(opts) = parse(&argv)? else {
-        write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
-        return Ok(0);
+    let opts = match parse(&argv) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
+            return Ok(0);
+        }
+        Err(e) if e.is::<NotUsage>() => return Err(e),
+        Err(e) => {
+            eprintln!("schedlab predict: usage error: {e:#} (see --help)");
+            return Ok(schedlab_report::frontend::exit::USAGE);
+        }
     };
     for w in &opts.sched.cfg.traffic.warnings {
         eprintln!("schedlab predict: warning: {w}");

@@ -467,8 +467,8 @@ pub fn parse_args(argv: &[String]) -> Result<Option<Args>> {
     }
 }
 
-/// Loads the traffic program and completes the configuration.
-fn load(a: Argv) -> Result<Args> {
+/// Loads the traffic program and completes the configuration (used by `schedlab predict` too).
+pub fn load(a: Argv) -> Result<Args> {
     let threads = a.threads;
     let (traffic, traffic_source) = if a.bench {
         (Traffic { programs: vec![Vec::new(); threads], warnings: vec![] }, "--bench".to_string())
