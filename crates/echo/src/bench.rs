@@ -115,7 +115,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     let (stop, _rx) = crate::cli::signals();
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create output directory {}", a.out.display()))?;
     let pair = if a.netns { Some(NetnsPair::create()?) } else { None };
-    let result = run(&a, pair.as_ref(), &stop);
+    let result = run(&a, pair.as_ref(), stop);
     if let Some(mut p) = pair {
         p.remove().map_err(|e| anyhow::anyhow!("cannot remove the benchmark namespaces: {e}"))?;
         eprintln!("namespaces {} and {} removed", p.name(Side::Server), p.name(Side::Client));
@@ -173,7 +173,7 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
                         let _ = schedlab_report::machine::pin_current_thread(cpu);
                     }
                     let (stop, _) = crate::cli::signals();
-                    (client::run(&c, &stop, |_| {}), ThreadInfo::current())
+                    (client::run(&c, stop, |_| {}), ThreadInfo::current())
                 })?;
                 client_thread = th.clone();
                 let r = res.with_context(|| format!("{mode} {size} busy poll {}", bp.map_or("off".into(), |u| format!("{u}us"))))?;

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -77,28 +77,11 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, EchoError> {
     s.to_socket_addrs().map_err(|e| bad(e.to_string()))?.next().ok_or_else(|| bad("resolves to nothing".into()))
 }
 
-/// Installs one SIGINT/SIGTERM handler per process; every call returns the shared flag, and the
-/// first call also a channel that receives one message per signal.
-pub(crate) fn signals() -> (Arc<AtomicBool>, Option<mpsc::Receiver<()>>) {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    let mut rx_out = None;
-    let flag = FLAG
-        .get_or_init(|| {
-            let f = Arc::new(AtomicBool::new(false));
-            let (tx, rx) = mpsc::channel();
-            let f2 = f.clone();
-            if ctrlc::set_handler(move || {
-                f2.store(true, Ordering::SeqCst);
-                let _ = tx.send(());
-            })
-            .is_ok()
-            {
-                rx_out = Some(rx);
-            }
-            f
-        })
-        .clone();
-    (flag, rx_out)
+/// The front-end kit's SIGINT/SIGTERM handler (one per process): the shared flag, and a channel
+/// that receives one message per signal (None if the handler could not be installed).
+pub(crate) fn signals() -> (&'static AtomicBool, Option<mpsc::Receiver<()>>) {
+    let i = schedlab_report::frontend::interrupt();
+    (i.flag(), i.installed().then(|| i.subscribe()))
 }
 
 #[derive(Parser, Debug)]
@@ -310,7 +293,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let quiet = a.quiet;
-    let res = client::run(&cfg, &stop, |ns| {
+    let res = client::run(&cfg, stop, |ns| {
         if !quiet {
             let _ = writeln!(out, "{}", ns / 1000);
         }

@@ -201,8 +201,8 @@ impl PolicySpec {
         let x: f64 = t.parse().map_err(|_| unknown())?;
         if x < 0.0 {
             return match (dialect, x) {
-                (Dialect::Sim, v) if v == -1.0 => Ok(PolicySpec::RoundRobin),
-                (Dialect::Sim, v) if v == -2.0 => Ok(PolicySpec::RoundRobinHead),
+                (Dialect::Sim, -1.0) => Ok(PolicySpec::RoundRobin),
+                (Dialect::Sim, -2.0) => Ok(PolicySpec::RoundRobinHead),
                 (Dialect::Sim, _) => Err(SpecError::BadAlpha {
                     name: s.into(),
                     msg: "negative alpha: only -2 (RR') and -1 (RR) have a meaning, as in the listing".into(),

@@ -65,7 +65,10 @@ fn message(id: u32, flow: u32, packets: u32, bytes: u32) -> Message<u32> {
 
 /// Runs `ops` through `p`, checking work conservation at every step; returns (item, last) in
 /// departure order and the messages as (flow, packets).
-fn drive(p: &mut AnyPolicy<u32>, ops: &[Op]) -> Result<(Vec<(u32, bool)>, Vec<(u32, u32)>), TestCaseError> {
+/// Departures as (item, last) and messages as (flow, packets).
+type Drive = (Vec<(u32, bool)>, Vec<(u32, u32)>);
+
+fn drive(p: &mut AnyPolicy<u32>, ops: &[Op]) -> Result<Drive, TestCaseError> {
     let mut out = Vec::new();
     let mut msgs = Vec::new();
     let mut queued = 0u64;

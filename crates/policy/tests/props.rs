@@ -195,7 +195,7 @@ fn alpha_sched(a: f64) -> AlphaSched<u32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 400 }))]
 
     #[test]
     fn every_policy_matches_the_listing(ops in ops(), alpha in prop::sample::select(vec![1.0, 2.0, 3.0, 6.0, 10.0, 30.0, 100.0])) {

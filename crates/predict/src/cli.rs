@@ -8,7 +8,6 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use schedlab_policy::FlowWeight;
@@ -79,6 +78,19 @@ fn parse_alg_item(s: &str) -> Result<Alg> {
     .with_context(|| format!("--algs: '{s}'"))
 }
 
+/// An error of [`parse`] that is not a usage error (the traffic file cannot be read or is wrong):
+/// exit 1, where every other parse error exits 2.
+#[derive(Debug)]
+struct NotUsage(String);
+
+impl std::fmt::Display for NotUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotUsage {}
+
 /// `schedlab predict`'s command line, parsed without touching any file.
 #[derive(Debug, Clone)]
 pub struct PredictArgv {
@@ -144,7 +156,8 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
 /// Parses `schedlab predict`'s arguments and loads the traffic program. `Ok(None)`: help.
 fn parse(argv: &[String]) -> Result<Option<Opts>> {
     let Some(p) = parse_argv(argv)? else { return Ok(None) };
-    let mut sched = load(p.sched)?;
+    // Reading the traffic file is the one step of parsing that is not about the command line.
+    let mut sched = load(p.sched).map_err(|e| anyhow::Error::new(NotUsage(format!("{e:#}"))))?;
     let cfg = &mut sched.cfg;
     cfg.messages = true;
     cfg.trace = true;
@@ -210,8 +223,6 @@ pub struct PredictReport {
     pub runs: Vec<AlgRun>,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// `println!` that returns an error instead of panicking when stdout is closed.
 macro_rules! outln {
     ($($t:tt)*) => {
@@ -226,17 +237,23 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         .skip(1)
         .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
         .collect::<Result<_>>()?;
-    let Some(opts) = parse(&argv)? else {
-        write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
-        return Ok(0);
+    let opts = match parse(&argv) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
+            return Ok(0);
+        }
+        Err(e) if e.is::<NotUsage>() => return Err(e),
+        Err(e) => {
+            eprintln!("schedlab predict: usage error: {e:#} (see --help)");
+            return Ok(schedlab_report::frontend::exit::USAGE);
+        }
     };
     for w in &opts.sched.cfg.traffic.warnings {
         eprintln!("schedlab predict: warning: {w}");
     }
-    static HANDLER: std::sync::Once = std::sync::Once::new();
-    HANDLER.call_once(|| {
-        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
-    });
+    // SIGINT/SIGTERM: the front-end kit's one handler per process.
+    let interrupt = schedlab_report::frontend::interrupt();
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
     let base = &opts.sched.cfg;
@@ -255,10 +272,10 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let mut last: Option<RunResult> = None;
     for (name, alg) in &opts.algs {
         let cfg = config_for(base, *alg);
-        let r = run_harness(&cfg, &INTERRUPTED)?;
+        let r = run_harness(&cfg, interrupt.flag())?;
         if r.interrupted {
             outln!("interrupted (Ctrl-C)");
-            return Ok(130);
+            return Ok(schedlab_report::frontend::exit::INTERRUPTED);
         }
         let run = analyse(name, &cfg, &r)?;
         write!(std::io::stdout(), "{}", text(&run)).context("writing to stdout")?;

@@ -434,7 +434,7 @@ fn finish<T: Serialize>(
     if let Some(path) = json {
         write_json(path, cmd, clock, degraded, run)?;
     }
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(if interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
 // ---------------------------------------------------------------------------------------------

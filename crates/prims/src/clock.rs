@@ -7,14 +7,8 @@
 
 use serde::Serialize;
 
-/// Nanoseconds on `CLOCK_MONOTONIC`.
-#[inline(always)]
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// Nanoseconds on `CLOCK_MONOTONIC`: the front-end kit's one clock read.
+pub use schedlab_report::frontend::now_ns;
 
 /// Busy-waits (without sleeping) until `deadline_ns` on [`now_ns`]'s clock.
 #[inline]

@@ -5,7 +5,6 @@
 //! priority. Anything asked for and not granted becomes a line in [`ThreadGot::degraded`]; the
 //! commands refuse to report such a run as if it were what was asked unless `--allow-degraded`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
 use serde::Serialize;
@@ -144,18 +143,17 @@ pub fn munlockall(r: &MlockResult) {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// True once Ctrl-C was pressed (after [`install_ctrlc`]): loops stop early and partial results
-/// are reported.
+/// True once SIGINT or SIGTERM arrived (after [`install_ctrlc`]): loops stop early and partial
+/// results are reported.
 #[inline]
 pub fn stop_requested() -> bool {
-    STOP.load(Ordering::Relaxed)
+    schedlab_report::frontend::interrupt().requested()
 }
 
-/// Makes Ctrl-C stop the measurement loops instead of killing the process (idempotent).
+/// Makes SIGINT/SIGTERM stop the measurement loops instead of killing the process (idempotent;
+/// the front-end kit's one handler per process).
 pub fn install_ctrlc() {
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let _ = schedlab_report::frontend::interrupt();
 }
 
 /// Start line shared by the measuring threads and the thread that launched them: every worker

@@ -5,7 +5,6 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -21,7 +20,6 @@ use crate::record;
 use crate::share::{self, FlowInput, ShareError, ShareReport};
 use crate::types::{MsgSize, Op, PollMode};
 
-static STOP: AtomicBool = AtomicBool::new(false);
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum BackendArg {
@@ -242,33 +240,37 @@ fn check_outputs(a: &BenchArgs) -> Result<()> {
 
 fn run_bench(a: &BenchArgs) -> Result<i32> {
     let cfg = bench_config(a)?;
-    // Ctrl-C stops the run and keeps what was measured (the handler can only be set once).
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    // SIGINT/SIGTERM stop the run and keep what was measured (the front-end kit's one handler).
+    let stop = schedlab_report::frontend::interrupt().flag();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = match &cfg.server {
-        Some(_) => bench::run_client(&cfg, &mut out, &STOP),
+        Some(_) => bench::run_client(&cfg, &mut out, stop),
         None => {
             let listener = bench::listen(&cfg)?;
             let addr = listener.local_addr().context("reading the listening address")?;
             let p = if cfg.backend == BackendKind::Emulated { "[EMULATED] " } else { "" };
             writeln!(out, "{p} Waiting for client to connect on {addr} ...")?;
             out.flush()?;
-            bench::serve(&cfg, &listener, &mut out, &STOP)
+            bench::serve(&cfg, &listener, &mut out, stop)
         }
     };
     // Errors of an emulated run carry the label too (they are the last line a user sees).
     let tag = if cfg.backend == BackendKind::Emulated { "[EMULATED] " } else { "" };
     let res = match result {
         Ok(r) => r,
-        Err(BenchError::Interrupted) => bail!("{tag}interrupted before the transfer started"),
+        Err(BenchError::Interrupted) => {
+            // Nothing measured yet: still the interrupted exit status, not an error.
+            eprintln!("schedlab rdma: {tag}interrupted before the transfer started: nothing measured");
+            return Ok(schedlab_report::frontend::exit::INTERRUPTED);
+        }
         Err(e) => return Err(anyhow::Error::new(e).context(format!("{tag}{} run", cfg.op))),
     };
     finish(a, &res, &mut out)?;
     if let Some(why) = &res.failure {
         bail!("{tag}{why} (the {} messages before it were saved)", res.completed);
     }
-    Ok(if res.interrupted { 130 } else { 0 })
+    Ok(if res.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
 fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {

@@ -5,7 +5,6 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use schedlab_policy::{Alpha, FlowWeight};
@@ -540,8 +539,6 @@ macro_rules! outln {
     };
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// Runs the command; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
     let argv: Result<Vec<String>> = args
@@ -567,11 +564,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     for w in &args.cfg.traffic.warnings {
         eprintln!("schedlab sched: warning: {w}");
     }
-    // Ctrl-C: stop the run and print what was measured so far. Set once per process.
-    static HANDLER: std::sync::Once = std::sync::Once::new();
-    HANDLER.call_once(|| {
-        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
-    });
+    // SIGINT/SIGTERM: stop the run and print what was measured so far (the front-end kit's one
+    // handler per process).
+    let interrupt = schedlab_report::frontend::interrupt();
     let cfg = &args.cfg;
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
@@ -594,7 +589,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
         cfg.seed,
     );
-    let r = run(cfg, &INTERRUPTED)?;
+    let r = run(cfg, interrupt.flag())?;
     let report = Report::new(&args, &r, machine);
     // Files first, so that a closed stdout (`| head`) cannot lose them.
     let files = if cfg.ts_limit > 0 { write_timestamps(&args.prefix, &r.clients)? } else { Vec::new() };
@@ -615,7 +610,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
             if truncated > 0 { format!("; {truncated} later packets not logged, raise --ts-limit") } else { String::new() }
         );
     }
-    Ok(if r.interrupted { 130 } else { 0 })
+    Ok(if r.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
 /// `--messages` and `--trace-out`.

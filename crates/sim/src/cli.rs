@@ -453,11 +453,14 @@ fn sim_main(p: SimPlan) -> Result<i32> {
     let n = configs.len();
     let controls: Vec<Arc<Control>> = (0..n).map(|_| Arc::new(Control::default())).collect();
     {
+        // The front-end kit's one SIGINT/SIGTERM handler; a second signal exits at once (130).
         let cs = controls.clone();
-        // A second Ctrl-C while results are being written falls through to the default (exit).
-        let _ = ctrlc::set_handler(move || {
-            for c in &cs {
-                c.stop.store(true, Ordering::Relaxed);
+        let woken = schedlab_report::frontend::interrupt().subscribe();
+        std::thread::spawn(move || {
+            if woken.recv().is_ok() {
+                for c in &cs {
+                    c.stop.store(true, Ordering::Relaxed);
+                }
             }
         });
     }
@@ -619,7 +622,7 @@ fn sim_main(p: SimPlan) -> Result<i32> {
             eprintln!("wrote {}", f.display());
         }
     }
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(if interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
 fn progress(configs: &[SimConfig], controls: &[Arc<Control>], done: &AtomicUsize) {

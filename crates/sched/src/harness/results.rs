@@ -1,0 +1,107 @@
+//! What a run measured: per client, the scheduler's independent view, distributed mode's costs.
+
+use schedlab_report::machine::ThreadInfo;
+use schedlab_report::Hist;
+use serde::Serialize;
+
+use super::{SchedCounters, TraceEvent};
+use crate::messages::MsgRecord;
+use crate::units::Nanos;
+
+/// What distributed mode (`-D`) cost: the try-lock and notification traffic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DistCost {
+    /// Clients' try-locks that found the scheduler role held by someone else.
+    pub trylock_busy: u64,
+    /// Clients' try-locks that took the role (each then ran one pass).
+    pub trylock_free: u64,
+    /// Times the role changed hands between different threads (scheduler thread and clients).
+    pub handovers: u64,
+    /// Times the scheduler thread went to sleep, leaving the role to the clients.
+    pub sleeps: u64,
+    /// Times the scheduler thread woke up with a notification (not at the end of the run).
+    pub wakeups: u64,
+    /// Notifications clients sent to wake it.
+    pub notifies: u64,
+    /// Mean time of one try-lock call, from one timed call in every [`TRYLOCK_SAMPLE`](super::TRYLOCK_SAMPLE) (ns; the
+    /// timing includes one clock read).
+    pub trylock_sampled: u64,
+    pub trylock_avg_ns: f64,
+    /// Mean time of one notify call, every call timed (ns).
+    pub notify_avg_ns: f64,
+    /// Time spent in try-lock calls, estimated from the samples, and in notify calls (s).
+    pub trylock_total_s: f64,
+    pub notify_total_s: f64,
+}
+
+
+/// One timestamp record (the six fields of the timestamp files).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TsRecord {
+    pub cli_enq: u64,
+    pub sch_enq: u64,
+    pub sch_deq: u64,
+    pub cli_deq: u64,
+    pub len: u32,
+    pub dropped: bool,
+}
+
+/// What one client did.
+#[derive(Clone, Debug)]
+pub struct ClientResult {
+    pub generated: u64,
+    pub ring_drops: u64,
+    pub sched_drops: u64,
+    pub transmitted: u64,
+    pub bits: u64,
+    /// Packets pushed but not transmitted/dropped at the end (in the ring or the policy).
+    pub queued_at_stop: u64,
+    /// Enqueue to mark seen, ns.
+    pub delay: Hist,
+    pub timestamps: Vec<TsRecord>,
+    pub timestamps_truncated: u64,
+    pub thread: ThreadInfo,
+    /// The CPU this client was to be pinned to, and the error if pinning failed.
+    pub requested_cpu: Option<usize>,
+    pub pin_error: Option<String>,
+    /// Ran its program (`-k`).
+    pub active: bool,
+    pub sched_passes: u64,
+    /// One record per burst (with `Config::messages`), in generation order.
+    pub messages: Vec<MsgRecord>,
+    /// Polls that found at least one mark (the original's client head reads).
+    pub mark_polls: u64,
+    /// Timestamp records whose deltas would have been negative (clamped to 0): always 0 with
+    /// the clock discipline of this module; counted so that a test can prove it.
+    pub ts_clamped: u64,
+    /// Sum over the timestamp records of each packet's life (mark seen - `cli_enq`, ns), read
+    /// independently of the three deltas (which must add up to it).
+    pub ts_life_sum_ns: u128,
+}
+
+/// The scheduler's independent view at the end, per client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedView {
+    pub taken: Vec<u64>,
+    pub released: Vec<u64>,
+    pub sched_drops: Vec<u64>,
+    pub policy_queued: u64,
+    pub passes: u64,
+    pub counters: SchedCounters,
+}
+
+/// Everything a run measured.
+#[derive(Debug)]
+pub struct RunResult {
+    pub clients: Vec<ClientResult>,
+    pub sched: SchedView,
+    pub elapsed: Nanos,
+    pub interrupted: bool,
+    pub scheduler_thread: Option<ThreadInfo>,
+    pub sched_pin_error: Option<String>,
+    pub client_passes: u64,
+    /// Distributed mode's costs (zero outside `-D`).
+    pub dist: DistCost,
+    pub trace: Option<Vec<TraceEvent>>,
+}
+
