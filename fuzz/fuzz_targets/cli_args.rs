@@ -12,8 +12,22 @@ use libfuzzer_sys::fuzz_target;
 use schedlab_fuzz::{os_args, str_args};
 
 const COMMANDS: &[&str] = &[
-    "sim", "bench", "sched", "predict", "trylock", "notify", "semtest", "echo", "echo-naive", "echo-io_uring", "burst",
-    "test-burst", "hist", "echo-bench", "rdma", "sweep",
+    "sim",
+    "bench",
+    "sched",
+    "predict",
+    "trylock",
+    "notify",
+    "semtest",
+    "echo",
+    "echo-naive",
+    "echo-io_uring",
+    "burst",
+    "test-burst",
+    "hist",
+    "echo-bench",
+    "rdma",
+    "sweep",
 ];
 
 /// Renders an error as the command would print it (clap builds help and usage lazily).

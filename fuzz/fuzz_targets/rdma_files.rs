@@ -48,7 +48,8 @@ fuzz_target!(|data: &[u8]| {
     let window = words.next().and_then(|w| parse_window_us(w).ok()).unwrap_or(40_000.0);
     let size_a = words.next().and_then(|w| w.parse::<MsgSize>().ok());
     let size_b = words.next().and_then(|w| w.parse::<MsgSize>().ok()).or(Some(MsgSize::new(1500).unwrap()));
-    let (Ok(ia), Ok(ib)) = (flow_input('A', Path::new("A.txt"), fa, size_a, None), flow_input('B', Path::new("B.txt"), fb, size_b, None))
+    let (Ok(ia), Ok(ib)) =
+        (flow_input('A', Path::new("A.txt"), fa, size_a, None), flow_input('B', Path::new("B.txt"), fb, size_b, None))
     else {
         return;
     };

@@ -73,7 +73,8 @@ fn run_cells<'py>(py: Python<'py>, jobs: Vec<String>, workers: Option<usize>) ->
     let worker = {
         let stop = stop.clone();
         std::thread::spawn(move || {
-            let progress = Progress { controls: (0..n).map(|_| Arc::new(Control::default())).collect(), done: Default::default() };
+            let progress =
+                Progress { controls: (0..n).map(|_| Arc::new(Control::default())).collect(), done: Default::default() };
             let mut out: Vec<Option<Vec<Row>>> = vec![None; n];
             let r = run_local(
                 &jobs,
@@ -90,7 +91,8 @@ fn run_cells<'py>(py: Python<'py>, jobs: Vec<String>, workers: Option<usize>) ->
         })
     };
     let result = loop {
-        match py.detach(|| rx.lock().map_err(|_| mpsc::RecvTimeoutError::Disconnected)?.recv_timeout(Duration::from_millis(100))) {
+        match py.detach(|| rx.lock().map_err(|_| mpsc::RecvTimeoutError::Disconnected)?.recv_timeout(Duration::from_millis(100)))
+        {
             Ok(r) => break r,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
@@ -125,7 +127,8 @@ fn run_cells<'py>(py: Python<'py>, jobs: Vec<String>, workers: Option<usize>) ->
                 d.set_item(*name, v)?;
             }
             Kind::Float => {
-                let v: Vec<f64> = rows.iter().map(|r| if let Value::Float(b) = r[i] { f64::from_bits(b) } else { f64::NAN }).collect();
+                let v: Vec<f64> =
+                    rows.iter().map(|r| if let Value::Float(b) = r[i] { f64::from_bits(b) } else { f64::NAN }).collect();
                 d.set_item(*name, v)?;
             }
             Kind::Bool => {

@@ -225,7 +225,20 @@ fn echo_bench_writes_csv_svg_png() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench");
     bin()
-        .args(["echo-bench", "--modes", "naive,sockmap", "--sizes", "1B,4K", "--rounds", "30", "--warmup", "3", "--peer", "none", "--out"])
+        .args([
+            "echo-bench",
+            "--modes",
+            "naive,sockmap",
+            "--sizes",
+            "1B,4K",
+            "--rounds",
+            "30",
+            "--warmup",
+            "3",
+            "--peer",
+            "none",
+            "--out",
+        ])
         .arg(&out)
         .assert()
         .success()
@@ -251,14 +264,30 @@ fn echo_bench_writes_csv_svg_png() {
 
 #[test]
 fn echo_bench_netns_cleans_up() {
-    let root = StdCommand::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
+    let root =
+        StdCommand::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false);
     if !root || !Path::new("/usr/sbin/ip").exists() && !Path::new("/sbin/ip").exists() && !Path::new("/usr/bin/ip").exists() {
         eprintln!("SKIP: --netns needs root and iproute2");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))
-        .args(["echo-bench", "--netns", "--modes", "naive", "--sizes", "1B", "--rounds", "20", "--warmup", "2", "--no-busy-poll", "--peer", "none", "--out"])
+        .args([
+            "echo-bench",
+            "--netns",
+            "--modes",
+            "naive",
+            "--sizes",
+            "1B",
+            "--rounds",
+            "20",
+            "--warmup",
+            "2",
+            "--no-busy-poll",
+            "--peer",
+            "none",
+            "--out",
+        ])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -282,7 +311,12 @@ fn echo_bench_netns_cleans_up() {
     assert!(status.success(), "{err}");
     assert!(err.contains("removed"), "{err}");
     let left: Vec<_> = std::fs::read_dir("/var/run/netns")
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(&format!("-{pid}"))).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(&format!("-{pid}")))
+                .collect()
+        })
         .unwrap_or_default();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
     let csv = std::fs::read_to_string(dir.path().join("1B/data.csv")).unwrap();

@@ -102,7 +102,11 @@ fn long_runs_interrupted_by_sigint_or_sigterm_exit_130_with_partial_results() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     std::fs::write(dir.join("w.txt"), "thread all\n1000s 1M 500 1\n").unwrap();
-    std::fs::write(dir.join("grid.toml"), "traffic = [50, 60, 70, 80, 90]\nstrategies = [\"RR\", 10]\npackets = \"4M\"\nreplications = 4\n").unwrap();
+    std::fs::write(
+        dir.join("grid.toml"),
+        "traffic = [50, 60, 70, 80, 90]\nstrategies = [\"RR\", 10]\npackets = \"4M\"\nreplications = 4\n",
+    )
+    .unwrap();
     for signal in ["-INT", "-TERM"] {
         // (command, a stdout line that shows the run started, what the partial result says)
         let cases: [(&[&str], &str, &str); 6] = [
@@ -111,7 +115,11 @@ fn long_runs_interrupted_by_sigint_or_sigterm_exit_130_with_partial_results() {
             (&["sim", "--packets", "2G", "--threads", "1"], "", ""),
             (&["semtest", "-D", "60s", "--interval", "100", "--allow-degraded"], "# semtest:", ""),
             (&["notify", "-D", "60s", "--allow-degraded"], "# notify test", ""),
-            (&["rdma", "--backend", "emulated", "--bind", "127.0.0.1", "-p", "0", "--timeout", "60"], "Waiting for client", "interrupted"),
+            (
+                &["rdma", "--backend", "emulated", "--bind", "127.0.0.1", "-p", "0", "--timeout", "60"],
+                "Waiting for client",
+                "interrupted",
+            ),
         ];
         for (args, ready, says) in cases {
             let (c, out, err) = interrupt(args, ready, signal, dir);

@@ -66,11 +66,8 @@ fn sched_writes_messages_and_a_replayable_trace() {
         .success()
         .stdout(predicate::str::contains("seed 9"));
     let m = std::fs::read_to_string(d.path().join("m.txt")).unwrap();
-    let rows: Vec<Vec<u64>> = m
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| l.split('\t').map(|f| f.parse().unwrap()).collect())
-        .collect();
+    let rows: Vec<Vec<u64>> =
+        m.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('\t').map(|f| f.parse().unwrap()).collect()).collect();
     assert!(rows.len() >= 2, "{m}");
     for r in &rows {
         assert_eq!(r.len(), 8);

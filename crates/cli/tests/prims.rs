@@ -64,7 +64,10 @@ fn seed_line(line: &str) -> Option<(&str, i32, &str)> {
 /// Numbers written like C's %e: 2.031e+08.
 fn is_c_exp(s: &str) -> bool {
     let Some((m, e)) = s.split_once('e') else { return false };
-    m.parse::<f64>().is_ok() && (e.starts_with('+') || e.starts_with('-')) && e[1..].len() >= 2 && e[1..].bytes().all(|b| b.is_ascii_digit())
+    m.parse::<f64>().is_ok()
+        && (e.starts_with('+') || e.starts_with('-'))
+        && e[1..].len() >= 2
+        && e[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
 fn field_after<'a>(s: &'a str, key: &str) -> &'a str {
@@ -161,11 +164,15 @@ fn notify_seed_test_b_and_every_mechanism() {
 #[test]
 fn semtest_help_and_seed_shape() {
     let help = ok(&["semtest", "-h"]);
-    for opt in ["--affinity", "--no_affinity", "--iterations", "--num_cpus", "--priority", "--policy_rr", "--placement", "--primitive"] {
+    for opt in
+        ["--affinity", "--no_affinity", "--iterations", "--num_cpus", "--priority", "--policy_rr", "--placement", "--primitive"]
+    {
         assert!(help.contains(opt), "{opt} missing from help:\n{help}");
     }
     let out = ok(&["semtest", "-i", "2000", "--interval", "0"]);
-    for head in ["Starting test:", "Affinity:       On", "Iterations:     2000", "Priority:       0", "Policy:         SCHED_OTHER"] {
+    for head in
+        ["Starting test:", "Affinity:       On", "Iterations:     2000", "Priority:       0", "Policy:         SCHED_OTHER"]
+    {
         assert!(out.contains(head), "{head}\n{out}");
     }
     assert!(out.contains(&format!("num_cpus:       {}", cpus())), "{out}");
@@ -211,7 +218,8 @@ fn semtest_and_notify_run_for_a_duration_and_dump_histograms() {
     let t = std::time::Instant::now();
     let out = ok(&["semtest", "-D", "0.5s", "--interval", "100", "-n", "1", "--histfile", hist.to_str().unwrap()]);
     assert!(t.elapsed() < Duration::from_secs(20));
-    let done: u64 = out.lines().find_map(|l| l.strip_prefix("Summary of ")).unwrap().trim_end_matches(" iterations").parse().unwrap();
+    let done: u64 =
+        out.lines().find_map(|l| l.strip_prefix("Summary of ")).unwrap().trim_end_matches(" iterations").parse().unwrap();
     assert!(done > 10, "{out}");
     assert!(out.contains(&format!("Iterations:     {done}\n")), "{out}");
     let text = std::fs::read_to_string(&hist).unwrap();
@@ -233,7 +241,8 @@ fn semtest_and_notify_run_for_a_duration_and_dump_histograms() {
     assert!(out.contains("# stopped after -D 0.3 s"), "{out}");
     let text = std::fs::read_to_string(&nh).unwrap();
     assert!(text.starts_with("# Histogram: sender cost, wake-up latency\n000000 "), "{text}");
-    let tot: Vec<u64> = text.lines().find_map(|l| l.strip_prefix("# Total:")).unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let tot: Vec<u64> =
+        text.lines().find_map(|l| l.strip_prefix("# Total:")).unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
     assert!(tot[0] > 0 && tot.len() == 2, "{text}");
     let out = ok(&["notify", "-D", "200ms"]);
     assert!(out.contains("notifications for 0.2 s"), "{out}");
@@ -252,7 +261,8 @@ fn json_to_stdout_is_only_json() {
     ] {
         let o = run(&args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: stdout is not only JSON ({e}):\n{}", stdout(&o)));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not only JSON ({e}):\n{}", stdout(&o)));
         assert_eq!(v["command"], args[0]);
         assert!(stderr(&o).lines().count() > 3, "the human lines go to stderr: {}", stderr(&o));
     }

@@ -72,7 +72,8 @@ fn two_emulated_flows_run_concurrently_and_are_analysed() {
     let dir = tempfile::tempdir().unwrap();
     let (a_file, b_file) = (dir.path().join("out_A.txt"), dir.path().join("out_B.txt"));
     // Flow A: 64 KiB WRITEs; flow B: 4 KiB SENDs with a 16-deep receive pipeline; event polling.
-    let (a_args, b_args) = (["-F", "-e", "-s", "65536", "-n", "300", "-O", "0"], ["-F", "-e", "-s", "4096", "-n", "3000", "-O", "3", "-t", "16"]);
+    let (a_args, b_args) =
+        (["-F", "-e", "-s", "65536", "-n", "300", "-O", "0"], ["-F", "-e", "-s", "4096", "-n", "3000", "-O", "3", "-t", "16"]);
     let (mut sa, mut sa_out, pa) = start_server(&a_args);
     let (mut sb, mut sb_out, pb) = start_server(&b_args);
     let mut ca = start_client(pa, &a_args, &a_file);
@@ -96,7 +97,10 @@ fn two_emulated_flows_run_concurrently_and_are_analysed() {
     let cols: Vec<&str> = result.split_whitespace().collect();
     assert_eq!(cols[1..3], ["65536", "300"], "{result}");
     assert!(cols[4].parse::<f64>().unwrap() > 0.0, "{result}");
-    assert!(srv_b.lines().any(|l| l.contains(" 4096 ") && l.contains(" 3000 ")), "server B must have received all 3000:\n{srv_b}");
+    assert!(
+        srv_b.lines().any(|l| l.contains(" 4096 ") && l.contains(" 3000 ")),
+        "server B must have received all 3000:\n{srv_b}"
+    );
 
     for (file, bytes, count, op) in [(&a_file, 65536, 300, "WRITE"), (&b_file, 4096, 3000, "SEND")] {
         let text = std::fs::read_to_string(file).unwrap();
@@ -107,7 +111,10 @@ fn two_emulated_flows_run_concurrently_and_are_analysed() {
         let side: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(format!("{}.json", file.display())).unwrap()).unwrap();
         assert_eq!(side["format"], "schedlab-rdma-meta/1");
-        assert_eq!((side["backend"].as_str(), side["op"].as_str(), side["poll"].as_str()), (Some("EMULATED"), Some(op), Some("event")));
+        assert_eq!(
+            (side["backend"].as_str(), side["op"].as_str(), side["poll"].as_str()),
+            (Some("EMULATED"), Some(op), Some("event"))
+        );
         assert_eq!((side["bytes"].as_u64(), side["count"].as_u64()), (Some(bytes), Some(count as u64)));
         let recs: Vec<&str> = lines.collect();
         assert_eq!(recs.len(), count);
@@ -179,8 +186,11 @@ fn meta_line_form_and_sidecar_form_are_both_read() {
     assert!(!dir.path().join("a.txt.json").exists(), "--meta-line writes no sidecar");
     // Flow B: a plain original-format file plus a hand-written sidecar.
     std::fs::write(&b_file, "Task_cnt\tTime(us)\t\tLatency\n1\t\t1.00\t\t1.00\n2\t\t2.00\t\t1.00\n").unwrap();
-    std::fs::write(dir.path().join("b.txt.json"), r#"{"format": "schedlab-rdma-meta/1", "data_file": "b.txt", "backend": "VERBS", "bytes": 2048, "count": 2}"#)
-        .unwrap();
+    std::fs::write(
+        dir.path().join("b.txt.json"),
+        r#"{"format": "schedlab-rdma-meta/1", "data_file": "b.txt", "backend": "VERBS", "bytes": 2048, "count": 2}"#,
+    )
+    .unwrap();
     schedlab()
         .args(["rdma", "share"])
         .arg(&a_file)
@@ -191,8 +201,15 @@ fn meta_line_form_and_sidecar_form_are_both_read() {
         .stdout(predicate::str::contains("b.txt [VERBS]"))
         .stdout(predicate::str::contains("2048 B x"));
     // A broken sidecar is named with the field at fault.
-    std::fs::write(dir.path().join("b.txt.json"), r#"{"format": "schedlab-rdma-meta/1", "data_file": "b.txt", "bytes": -3}"#).unwrap();
-    schedlab().args(["rdma", "share"]).arg(&a_file).arg(&b_file).assert().failure().stderr(predicate::str::contains("b.txt.json: field meta"));
+    std::fs::write(dir.path().join("b.txt.json"), r#"{"format": "schedlab-rdma-meta/1", "data_file": "b.txt", "bytes": -3}"#)
+        .unwrap();
+    schedlab()
+        .args(["rdma", "share"])
+        .arg(&a_file)
+        .arg(&b_file)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("b.txt.json: field meta"));
 }
 
 /// An -o file that cannot be written is refused before the connection is even tried.
@@ -214,7 +231,8 @@ fn share_reproduces_the_seed_example_from_original_files() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("out_WRITE_1G_vs_WRITE_1M_A.txt");
     let b = dir.path().join("out_WRITE_1G_vs_WRITE_1M_B.txt");
-    std::fs::write(&a, "Task_cnt\tTime(us)\t\tLatency\n1\t\t283344.58\t\t283344.58\n1000\t\t283344584.00\t\t283312.10\n").unwrap();
+    std::fs::write(&a, "Task_cnt\tTime(us)\t\tLatency\n1\t\t283344.58\t\t283344.58\n1000\t\t283344584.00\t\t283312.10\n")
+        .unwrap();
     std::fs::write(
         &b,
         "Task_cnt\tTime(us)\t\tLatency\n1\t\t390.00\t\t389.00\n727326\t\t283344457.00\t\t370.00\n727327\t\t283344840.00\t\t383.00\n1000000\t\t389000000.00\t\t371.00\n",
@@ -276,7 +294,11 @@ fn verbs_backend_without_device_explains_in_one_line() {
         eprintln!("SKIP: an RDMA device exists on this machine; the no-device path cannot be checked");
         return;
     }
-    let out = schedlab().args(["rdma", "-F", "-e", "-s", "4096", "-n", "10", "-p", "0"]).timeout(Duration::from_secs(20)).assert().failure();
+    let out = schedlab()
+        .args(["rdma", "-F", "-e", "-s", "4096", "-n", "10", "-p", "0"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .failure();
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("RDMA backend unavailable") && err.contains("--backend emulated"), "{err}");

@@ -98,13 +98,65 @@ fn results(dir: &Path) -> Vec<PathBuf> {
     ok(&["sim", "-t", "50,95", "--packets", "100k", "--quiet", "--threads", "1", "--json", "sim.json"]);
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sweeps/quick.toml");
     ok(&["sweep", spec.to_str().unwrap(), "--out", "sweep.csv", "-q", "-j", "1"]);
-    ok(&["sched", "-t", "2", "-d", "0.3", "-b", "100M", "--no-timestamps", "--json", "sched.json", "--", "-flowsets", "1:1500:2", "-alg", "rr"]);
+    ok(&[
+        "sched",
+        "-t",
+        "2",
+        "-d",
+        "0.3",
+        "-b",
+        "100M",
+        "--no-timestamps",
+        "--json",
+        "sched.json",
+        "--",
+        "-flowsets",
+        "1:1500:2",
+        "-alg",
+        "rr",
+    ]);
     std::fs::write(dir.join("w.txt"), "thread all\n150ms 6M 1500 dist:report poisson\n").unwrap();
-    ok(&["predict", "-t", "3", "-f", "w.txt", "-b", "20M", "-q", "200", "-i", "0", "-c", "0", "--seed", "5", "--algs", "fifo,alpha:10,sf", "--drain", "100ms", "--json", "predict.json"]);
+    ok(&[
+        "predict",
+        "-t",
+        "3",
+        "-f",
+        "w.txt",
+        "-b",
+        "20M",
+        "-q",
+        "200",
+        "-i",
+        "0",
+        "-c",
+        "0",
+        "--seed",
+        "5",
+        "--algs",
+        "fifo,alpha:10,sf",
+        "--drain",
+        "100ms",
+        "--json",
+        "predict.json",
+    ]);
     ok(&["trylock", "-n", "2", "-t", "0.05", "-F", "--json", "trylock.json"]);
     ok(&["notify", "-S", "-n", "1", "--json", "notify.json"]);
     ok(&["semtest", "-i", "200", "--interval", "100", "--json", "semtest.json"]);
-    ok(&["echo-bench", "--modes", "naive,splice", "--sizes", "1B,4K", "--rounds", "100", "--warmup", "10", "--peer", "none", "--out", "eb"]);
+    ok(&[
+        "echo-bench",
+        "--modes",
+        "naive,splice",
+        "--sizes",
+        "1B,4K",
+        "--rounds",
+        "100",
+        "--warmup",
+        "10",
+        "--peer",
+        "none",
+        "--out",
+        "eb",
+    ]);
     let share = rdma_share(dir);
     ["sim.json", "sweep.csv", "sched.json", "predict.json", "trylock.json", "notify.json", "semtest.json", "eb"]
         .iter()
@@ -159,12 +211,21 @@ impl Browser {
         let (cmd_r, cmd_w) = pipe_high(); // we write commands, the browser reads fd 3
         let (ev_r, ev_w) = pipe_high(); // the browser writes fd 4, we read
         let mut c = StdCommand::new(exe);
-        c.args(["--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check", "--hide-scrollbars", "--mute-audio"])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        c.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--remote-debugging-pipe",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--hide-scrollbars",
+            "--mute-audio",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
         // SAFETY: between fork and exec only async-signal-safe calls (dup2) on descriptors that
         // exist in the child; dup2 clears close-on-exec on the new 3 and 4.
         unsafe {
@@ -295,10 +356,17 @@ fn png_stats(bytes: &[u8]) -> (usize, f64, f64) {
     let mut buf = vec![0; r.output_buffer_size()];
     let info = r.next_frame(&mut buf).unwrap();
     let ch = info.color_type.samples();
-    let px: Vec<f64> = buf[..info.buffer_size()]
-        .chunks(ch)
-        .map(|p| if ch >= 3 { 0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2]) } else { f64::from(p[0]) })
-        .collect();
+    let px: Vec<f64> =
+        buf[..info.buffer_size()]
+            .chunks(ch)
+            .map(|p| {
+                if ch >= 3 {
+                    0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])
+                } else {
+                    f64::from(p[0])
+                }
+            })
+            .collect();
     let n = px.len();
     let mean = px.iter().sum::<f64>() / n as f64;
     let var = px.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
@@ -350,7 +418,8 @@ fn page_of_every_kind_renders_in_chromium() {
     let sched = load(&dir.join("sched.json"));
     let predict = load(&dir.join("predict.json"));
     let share = load(&dir.join("share.json"));
-    let sweep_id = std::fs::read_to_string(dir.join("sweep.csv")).unwrap().lines().nth(1).unwrap().split(',').next().unwrap().to_string();
+    let sweep_id =
+        std::fs::read_to_string(dir.join("sweep.csv")).unwrap().lines().nth(1).unwrap().split(',').next().unwrap().to_string();
     let mut cells_expected: Vec<String> = vec![
         sweep_id,
         sim["machine"]["hostname"].as_str().unwrap().to_string(),
@@ -359,7 +428,8 @@ fn page_of_every_kind_renders_in_chromium() {
         "naive".into(),
         "splice".into(),
     ];
-    cells_expected.extend(sim["runs"][0]["strategies"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap().to_string()));
+    cells_expected
+        .extend(sim["runs"][0]["strategies"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap().to_string()));
     cells_expected.extend(predict["runs"].as_array().unwrap().iter().map(|r| format!("{} of {}", r["delivered"], r["messages"])));
     let sched_cmd = sched["command"].as_array().unwrap()[1..].iter().map(|w| w.as_str().unwrap()).collect::<Vec<_>>().join(" ");
     cells_expected.push(format!("schedlab {sched_cmd}"));
@@ -378,7 +448,11 @@ fn page_of_every_kind_renders_in_chromium() {
     for m in ["Runtime.enable", "Log.enable", "Page.enable"] {
         b.call(s, m, json!({}));
     }
-    b.call(s, "Emulation.setDeviceMetricsOverride", json!({"width": 1100, "height": 1400, "deviceScaleFactor": 1, "mobile": false}));
+    b.call(
+        s,
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1100, "height": 1400, "deviceScaleFactor": 1, "mobile": false}),
+    );
     b.call(s, "Page.navigate", json!({"url": format!("file://{}", page.display())}));
     b.wait_event("Page.loadEventFired");
     let probe = b.call(s, "Runtime.evaluate", json!({"expression": PROBE, "returnByValue": true}));
@@ -431,7 +505,12 @@ fn page_of_every_kind_renders_in_chromium() {
         std::fs::write(&out, &png_bytes).unwrap();
         std::fs::copy(&page, Path::new(&out).with_extension("html")).unwrap();
     }
-    eprintln!("browser test: {} figures, {} bytes of page, {:.1} s in all", figures.len(), html.len(), t0.elapsed().as_secs_f64());
+    eprintln!(
+        "browser test: {} figures, {} bytes of page, {:.1} s in all",
+        figures.len(),
+        html.len(),
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -451,15 +530,27 @@ fn bad_inputs_name_the_file_and_leave_no_page() {
         ("table.csv", "table.csv: unsupported result"),
         ("t.parquet", "schedlab sweep merge"),
     ] {
-        schedlab(dir).args(["report", "sim.json", file, "-o", "out.html"]).assert().code(1).stderr(predicate::str::contains(says));
-        let left: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.contains("out.html")).collect();
+        schedlab(dir)
+            .args(["report", "sim.json", file, "-o", "out.html"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says));
+        let left: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("out.html"))
+            .collect();
         assert!(left.is_empty(), "{file}: left {left:?}");
     }
     // Usage errors exit 2.
     schedlab(dir).args(["report", "sim.json"]).assert().code(2).stderr(predicate::str::contains("-o FILE"));
     schedlab(dir).args(["report", "-o", "out.html"]).assert().code(2);
     // An unwritable destination: error, nothing left.
-    schedlab(dir).args(["report", "sim.json", "-o", "no/such/dir/out.html"]).assert().code(1).stderr(predicate::str::contains("cannot write"));
+    schedlab(dir)
+        .args(["report", "sim.json", "-o", "no/such/dir/out.html"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot write"));
     // With --allow-unsupported the unknown result is a visible section; the page is written.
     schedlab(dir).args(["report", "sim.json", "other.json", "-o", "out.html", "--allow-unsupported"]).assert().success();
     let html = std::fs::read_to_string(dir.join("out.html")).unwrap();

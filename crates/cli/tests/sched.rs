@@ -26,7 +26,10 @@ fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "sched.txt", "# seed example\nthread all\n1s 100M 1500 1\nthread 0\n0.2s 0\n");
     let out = sched(d.path())
-        .args("-t 4 -f sched.txt -b 20M -q 100 -i 20 -c 5 -d 0.3 --json r.json -- -flowsets 100:1500:1,1:1500:16 -alg rr".split(' '))
+        .args(
+            "-t 4 -f sched.txt -b 20M -q 100 -i 20 -c 5 -d 0.3 --json r.json -- -flowsets 100:1500:1,1:1500:16 -alg rr"
+                .split(' '),
+        )
         .assert()
         .success()
         .get_output()
@@ -114,7 +117,10 @@ fn distributed_mode_reports_client_scheduling() {
         .args("-t 2 -f t.txt -D -c 1us -d 0.2 --no-timestamps -- -flowsets 1:1500:2 -alg wf2qp".split(' '))
         .assert()
         .success()
-        .stdout(predicate::str::contains("distributed (-D, lock sem, notify eventfd):").and(predicate::str::contains("client passes")));
+        .stdout(
+            predicate::str::contains("distributed (-D, lock sem, notify eventfd):")
+                .and(predicate::str::contains("client passes")),
+        );
 }
 
 #[test]

@@ -13,12 +13,7 @@ fn default_style_table_has_the_reports_shape() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("Traffic = 90%; packets = 200,0"), "{text}");
     assert!(text.contains("α\tqlen\tlat1\tlat2\tlat3\tlat4\tlat5\tlat20\tavlat"));
-    let rows: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.starts_with("α\tqlen"))
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .collect();
+    let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("α\tqlen")).skip(1).take_while(|l| !l.is_empty()).collect();
     let labels: Vec<&str> = rows.iter().map(|r| r.split('\t').next().unwrap()).collect();
     assert_eq!(labels, ["RR'", "RR", "FIFO", "1", "2", "3", "6", "10", "20", "30", "60", "100", "SF"]);
     for r in rows {
@@ -32,7 +27,35 @@ fn default_style_table_has_the_reports_shape() {
 #[test]
 fn listing_flags_work_verbatim() {
     let out = schedlab()
-        .args(["sim", "-a", "-2", "-a", "-1", "-a", "0", "-a", "10", "-a", "1e6", "-t", "50", "-q", "100", "-m", "1", "5", "90", "-m", "20", "20", "10", "--packets", "100k", "--classic", "--quiet"])
+        .args([
+            "sim",
+            "-a",
+            "-2",
+            "-a",
+            "-1",
+            "-a",
+            "0",
+            "-a",
+            "10",
+            "-a",
+            "1e6",
+            "-t",
+            "50",
+            "-q",
+            "100",
+            "-m",
+            "1",
+            "5",
+            "90",
+            "-m",
+            "20",
+            "20",
+            "10",
+            "--packets",
+            "100k",
+            "--classic",
+            "--quiet",
+        ])
         .assert()
         .success()
         .get_output()
@@ -73,7 +96,8 @@ fn several_levels_json_csv_and_plots() {
     let c = std::fs::read_to_string(&csv).unwrap();
     assert!(c.starts_with("traffic_pct,seed,strategy,listing_alpha,len_pkts,count,mean_lat_tu"));
     assert_eq!(c.lines().count(), 1 + 2 * 13 * 7);
-    for f in ["length-vs-latency-50.svg", "length-vs-latency-95.svg", "traffic-vs-latency.svg", "traffic-vs-relative-latency.svg"] {
+    for f in ["length-vs-latency-50.svg", "length-vs-latency-95.svg", "traffic-vs-latency.svg", "traffic-vs-relative-latency.svg"]
+    {
         let svg = std::fs::read_to_string(plots.join(f)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("data-name=\"SF\""), "{f}");
     }
@@ -82,10 +106,26 @@ fn several_levels_json_csv_and_plots() {
 #[test]
 fn open_questions_modes_run() {
     schedlab()
-        .args(["sim", "-t", "90", "--packets", "100k", "--quiet", "--alphas", "FIFO,10,track:1:100,SF", "--msg-alpha", "1:50,100:50", "--apps", "4", "--in-order"])
+        .args([
+            "sim",
+            "-t",
+            "90",
+            "--packets",
+            "100k",
+            "--quiet",
+            "--alphas",
+            "FIFO,10,track:1:100,SF",
+            "--msg-alpha",
+            "1:50,100:50",
+            "--apps",
+            "4",
+            "--in-order",
+        ])
         .assert()
         .success()
-        .stdout(predicate::str::contains("track1-100").and(predicate::str::contains("prio")).and(predicate::str::contains("class0")));
+        .stdout(
+            predicate::str::contains("track1-100").and(predicate::str::contains("prio")).and(predicate::str::contains("class0")),
+        );
     schedlab()
         .args(["sim", "-t", "90", "--packets", "100k", "--quiet", "--closed", "16", "--alphas", "RR,SF"])
         .assert()
@@ -96,7 +136,12 @@ fn open_questions_modes_run() {
     schedlab().args(["sim", "--quiet", "--trace"]).arg(&tr).assert().success().stdout(predicate::str::contains("lat20"));
     let d = dir.path().join("dist.txt");
     std::fs::write(&d, "1 1 50\n8 8 50\n").unwrap();
-    schedlab().args(["sim", "--quiet", "--packets", "50k", "--dist"]).arg(&d).assert().success().stdout(predicate::str::contains("lat8"));
+    schedlab()
+        .args(["sim", "--quiet", "--packets", "50k", "--dist"])
+        .arg(&d)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("lat8"));
 }
 
 #[test]

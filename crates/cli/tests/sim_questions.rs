@@ -35,7 +35,8 @@ fn json(path: &std::path::Path) -> Value {
 fn closed_loop_prints_and_stores_offered_and_carried_load_per_strategy() {
     let dir = tempfile::tempdir().unwrap();
     let k = dir.path().join("k.json");
-    let text = stdout(&["sim", "--closed", "10", "-t", "90", "-a", "FIFO,10,SF", "--packets", "300k", "--json", k.to_str().unwrap()]);
+    let text =
+        stdout(&["sim", "--closed", "10", "-t", "90", "-a", "FIFO,10,SF", "--packets", "300k", "--json", k.to_str().unwrap()]);
     assert!(text.contains("Traffic = 90% is the offered load") && text.contains("qlen, time and load differ per row"), "{text}");
     let rows = table(&text, "α\toffered\tcarried");
     assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), ["FIFO", "10", "SF"], "{text}");
@@ -76,7 +77,12 @@ fn closed_loop_prints_and_stores_offered_and_carried_load_per_strategy() {
 
 #[test]
 fn closed_loop_classic_prints_every_strategys_report_lines() {
-    let count = |a: &str| stdout(&["sim", "--closed", "10", "-a", a, "--classic", "--packets", "300k"]).lines().filter(|l| l.starts_with(">>")).count();
+    let count = |a: &str| {
+        stdout(&["sim", "--closed", "10", "-a", a, "--classic", "--packets", "300k"])
+            .lines()
+            .filter(|l| l.starts_with(">>"))
+            .count()
+    };
     let (one, two) = (count("FIFO"), count("FIFO,10"));
     assert!(one > 5, "{one}");
     assert_eq!(two, 2 * one);
@@ -104,7 +110,8 @@ fn in_order_with_one_application_is_refused_and_says_why() {
 
 #[test]
 fn reordering_table_prints_zeros_and_marks_the_rows_in_order_does_not_apply_to() {
-    let text = stdout(&["sim", "-t", "90", "-a", "RR,RR',FIFO,10,SF,track:1:100", "--apps", "4", "--in-order", "--packets", "200k"]);
+    let text =
+        stdout(&["sim", "-t", "90", "-a", "RR,RR',FIFO,10,SF,track:1:100", "--apps", "4", "--in-order", "--packets", "200k"]);
     let rows = table(&text, "Messages delivered after a later message");
     assert_eq!(rows.len(), 6, "{text}");
     for r in &rows {
@@ -126,7 +133,8 @@ fn reordering_table_prints_zeros_and_marks_the_rows_in_order_does_not_apply_to()
 fn tracking_meets_section_13(traffic: &str, packets: &str) {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("t.json");
-    let text = stdout(&["sim", "-t", traffic, "-a", "30,100,SF,track:1:100", "--packets", packets, "--json", j.to_str().unwrap()]);
+    let text =
+        stdout(&["sim", "-t", traffic, "-a", "30,100,SF,track:1:100", "--packets", packets, "--json", j.to_str().unwrap()]);
     let rows = table(&text, "α\tqlen");
     let get = |label: &str, col: usize| -> f64 { rows.iter().find(|r| r[0] == label).unwrap()[col].parse().unwrap() };
     let best = get("30", 8).min(get("100", 8));
@@ -204,7 +212,8 @@ fn huge_application_counts_fail_fast_under_a_memory_limit() {
         assert!(t0.elapsed() < Duration::from_secs(1), "{opt} {n}: {:?}", t0.elapsed());
     }
     // The bound itself runs within the limit.
-    let script = format!("ulimit -v 4000000; exec '{}' sim --apps 1000000 -a FIFO,10 --packets 100k --quiet --brief", bin.display());
+    let script =
+        format!("ulimit -v 4000000; exec '{}' sim --apps 1000000 -a FIFO,10 --packets 100k --quiet --brief", bin.display());
     Command::new("bash").args(["-c", &script]).assert().success();
 }
 

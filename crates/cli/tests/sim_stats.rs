@@ -61,7 +61,16 @@ fn replications_with_a_paired_comparison() {
     assert!((f(&all10["ci95_tu"]) - 2.776 * sd / 5f64.sqrt()).abs() < 1e-3 * f(&all10["ci95_tu"]).max(1e-9));
     let v = all10["verdict"].as_str().unwrap();
     let (d, h) = (f(&all10["diff_tu"]), f(&all10["ci95_tu"]));
-    assert_eq!(v, if d + h < 0.0 { "lower" } else if d - h > 0.0 { "higher" } else { "no difference" });
+    assert_eq!(
+        v,
+        if d + h < 0.0 {
+            "lower"
+        } else if d - h > 0.0 {
+            "higher"
+        } else {
+            "no difference"
+        }
+    );
     // The mean table's cells are means over the replications.
     let runs = doc["runs"].as_array().unwrap();
     let q: Vec<f64> = reps.iter().map(|r| f(&r["runs"][0]["qlen_pkts"])).collect();
@@ -169,7 +178,12 @@ fn bad_statistics_options_are_usage_errors_naming_the_option() {
 /// Done-when 4: a strategy named twice runs once, with a note on stderr.
 #[test]
 fn a_strategy_named_twice_runs_once() {
-    let out = schedlab().args(["sim", "-a", "1e6,SF", "--packets", "50k", "--quiet", "--brief"]).assert().success().get_output().clone();
+    let out = schedlab()
+        .args(["sim", "-a", "1e6,SF", "--packets", "50k", "--quiet", "--brief"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().filter(|l| l.starts_with("SF\t")).count(), 1, "{text}");
     let err = String::from_utf8(out.stderr).unwrap();
@@ -211,7 +225,15 @@ fn trace_header_gives_the_traces_own_load_and_count() {
     // 400 messages of 2 packets, one every 4 time units: 800 packets over 1596 units = 50.1%.
     let text: String = (0..400).map(|i| format!("{} 2\n", i * 4)).collect();
     std::fs::write(&t, text).unwrap();
-    let out = schedlab().arg("sim").arg("--trace").arg(&t).args(["-a", "FIFO", "--quiet", "--brief"]).assert().success().get_output().clone();
+    let out = schedlab()
+        .arg("sim")
+        .arg("--trace")
+        .arg(&t)
+        .args(["-a", "FIFO", "--quiet", "--brief"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("400 messages, 800 packets over 1596 time units, measured load 50.125%"), "{text}");
     assert!(!text.contains("100,000,000") && !text.contains("99.999"), "{text}");
@@ -237,7 +259,12 @@ fn csv_keeps_every_replication_and_the_means() {
 /// With one replication and --brief the output is the report's table only, as before.
 #[test]
 fn brief_with_one_replication_is_the_raw_table_only() {
-    let out = schedlab().args(["sim", "-t", "50", "-a", "FIFO,SF", "--packets", "50k", "--quiet", "--brief"]).assert().success().get_output().clone();
+    let out = schedlab()
+        .args(["sim", "-t", "50", "-a", "FIFO,SF", "--packets", "50k", "--quiet", "--brief"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 6, "{text}");

@@ -68,7 +68,10 @@ fn bad_specs_fail_before_anything_runs() {
         ("trafic = [50]\npackets = 1000\n", "unknown field `trafic`"),
         ("traffic = []\npackets = 1000\n", "key 'traffic': empty list"),
         ("traffic = [50]\npackets = 1000\nseeds = [1]\nreplications = 3\n", "key 'replications': conflicts with seeds"),
-        ("traffic = [50]\npackets = 1000\n[distributions.m]\nfile = \"missing.txt\"\n", "key 'distributions.m.file': cannot read"),
+        (
+            "traffic = [50]\npackets = 1000\n[distributions.m]\nfile = \"missing.txt\"\n",
+            "key 'distributions.m.file': cannot read",
+        ),
         ("traffic = [50]\npackets = 1000\nstrategies = [\"RR\", \"warp\"]\n", "key 'strategies': unknown policy 'warp'"),
     ] {
         let spec = write(d.path(), "bad.toml", text);
@@ -80,7 +83,11 @@ fn bad_specs_fail_before_anything_runs() {
         assert!(!out.exists() && !d.path().join("o.csv.journal").exists(), "nothing ran for {text:?}");
     }
     let spec = write(d.path(), "ok.toml", SMALL);
-    bin().args(["sweep", spec.to_str().unwrap(), "--out", "o.txt"]).assert().failure().stderr(predicate::str::contains(".csv or .parquet"));
+    bin()
+        .args(["sweep", spec.to_str().unwrap(), "--out", "o.txt"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(".csv or .parquet"));
     bin().args(["sweep", spec.to_str().unwrap(), "--out", "o.csv", "--shard", "3/2"]).assert().code(2);
 }
 
@@ -88,7 +95,11 @@ fn bad_specs_fail_before_anything_runs() {
 fn an_interrupted_sweep_resumes_without_recomputing_finished_cells() {
     let d = tempfile::tempdir().unwrap();
     // Eight cells, one worker: slow enough to be killed in the middle.
-    let spec = write(d.path(), "s.toml", "traffic = [50, 60, 70, 80]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 2\n");
+    let spec = write(
+        d.path(),
+        "s.toml",
+        "traffic = [50, 60, 70, 80]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 2\n",
+    );
     let out = d.path().join("o.csv");
     let journal = d.path().join("o.csv.journal");
     let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))
@@ -108,11 +119,11 @@ fn an_interrupted_sweep_resumes_without_recomputing_finished_cells() {
     let kept = before.lines().count() - 1;
     assert!(!out.exists(), "no table from an unfinished sweep");
     assert!((2..8).contains(&kept), "killed after {kept} cells (expected some, not all)");
-    let a = bin()
-        .args(["sweep", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "2"])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(format!("{kept} already finished")).and(predicate::str::contains(format!("running {}", 8 - kept))));
+    let a =
+        bin().args(["sweep", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "2"]).assert().success().stderr(
+            predicate::str::contains(format!("{kept} already finished"))
+                .and(predicate::str::contains(format!("running {}", 8 - kept))),
+        );
     drop(a);
     let after = std::fs::read_to_string(&journal).unwrap();
     assert!(after.starts_with(before.trim_end_matches(|c| c != '\n')), "finished cells were kept, not rewritten");
@@ -128,7 +139,11 @@ fn an_interrupted_sweep_resumes_without_recomputing_finished_cells() {
         .success()
         .stderr(predicate::str::contains("8 already finished").and(predicate::str::contains("running 0")));
     // A changed spec is not mixed into the old journal.
-    let spec2 = write(d.path(), "s.toml", "traffic = [50, 60, 70, 80]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 3\n");
+    let spec2 = write(
+        d.path(),
+        "s.toml",
+        "traffic = [50, 60, 70, 80]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 3\n",
+    );
     bin()
         .args(["sweep", spec2.to_str().unwrap(), "--out", out.to_str().unwrap()])
         .assert()
@@ -139,7 +154,8 @@ fn an_interrupted_sweep_resumes_without_recomputing_finished_cells() {
 #[test]
 fn shards_merge_into_the_whole_and_bad_merges_are_refused() {
     let d = tempfile::tempdir().unwrap();
-    let spec = write(d.path(), "s.toml", "traffic = [10, 50, 90]\nstrategies = [\"FIFO\", 10]\npackets = \"10k\"\nreplications = 2\n");
+    let spec =
+        write(d.path(), "s.toml", "traffic = [10, 50, 90]\nstrategies = [\"FIFO\", 10]\npackets = \"10k\"\nreplications = 2\n");
     let s = spec.to_str().unwrap();
     let whole = d.path().join("whole.csv");
     bin().args(["sweep", s, "--out", whole.to_str().unwrap()]).assert().success();
@@ -170,7 +186,8 @@ fn shards_merge_into_the_whole_and_bad_merges_are_refused() {
         .failure()
         .stderr(predicate::str::contains("cells are missing"));
     bin().args(["sweep", "merge", &parts[0], &parts[1], "--partial", "--out", merged.to_str().unwrap()]).assert().success();
-    let other = write(d.path(), "o.toml", "traffic = [10, 50, 90]\nstrategies = [\"FIFO\", 10]\npackets = \"11k\"\nreplications = 2\n");
+    let other =
+        write(d.path(), "o.toml", "traffic = [10, 50, 90]\nstrategies = [\"FIFO\", 10]\npackets = \"11k\"\nreplications = 2\n");
     let op = d.path().join("other3.csv");
     bin().args(["sweep", other.to_str().unwrap(), "--out", op.to_str().unwrap(), "--shard", "3/3"]).assert().success();
     bin()
@@ -194,7 +211,11 @@ fn the_shipped_specs_parse() {
 #[test]
 fn ctrl_c_keeps_finished_cells_and_exits_130() {
     let d = tempfile::tempdir().unwrap();
-    let spec = write(d.path(), "s.toml", "traffic = [50, 60, 70, 80, 90]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 2\n");
+    let spec = write(
+        d.path(),
+        "s.toml",
+        "traffic = [50, 60, 70, 80, 90]\nstrategies = [\"RR\", 10]\npackets = \"400k\"\nreplications = 2\n",
+    );
     let out = d.path().join("o.parquet");
     let journal = d.path().join("o.parquet.journal");
     let child = StdCommand::new(assert_cmd::cargo::cargo_bin("schedlab"))

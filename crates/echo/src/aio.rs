@@ -56,7 +56,14 @@ impl AioContext {
     }
 
     fn iocb(op: u16, fd: RawFd, buf: *const u8, len: usize, data: u64) -> Iocb {
-        Iocb { aio_data: data, aio_lio_opcode: op, aio_fildes: fd as u32, aio_buf: buf as u64, aio_nbytes: len as u64, ..Default::default() }
+        Iocb {
+            aio_data: data,
+            aio_lio_opcode: op,
+            aio_fildes: fd as u32,
+            aio_buf: buf as u64,
+            aio_nbytes: len as u64,
+            ..Default::default()
+        }
     }
 
     /// A read request of `buf` from `fd`, tagged `data`.
@@ -77,7 +84,8 @@ impl AioContext {
     pub unsafe fn submit_and_wait(&self, iocbs: &mut [Iocb], events: &mut [IoEvent]) -> io::Result<usize> {
         let mut ptrs: Vec<*mut Iocb> = iocbs.iter_mut().map(|c| c as *mut Iocb).collect();
         // SAFETY: ptrs point to live iocbs; the caller guarantees the buffers they name.
-        let n = cvt(unsafe { libc::syscall(libc::SYS_io_submit, self.ctx, ptrs.len() as libc::c_long, ptrs.as_mut_ptr()) })? as usize;
+        let n =
+            cvt(unsafe { libc::syscall(libc::SYS_io_submit, self.ctx, ptrs.len() as libc::c_long, ptrs.as_mut_ptr()) })? as usize;
         let mut got = 0usize;
         while got < n {
             // SAFETY: events has room for events.len() - got entries from index got; no timeout.

@@ -155,7 +155,8 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
             let mut cfg = ServerConfig::new(mode, SocketAddr::new(listen_ip, 0));
             cfg.busy_poll_us = bp;
             cfg.cpu = a.server_cpu;
-            let srv = in_ns(pair, Side::Server, move || Server::start(cfg))?.with_context(|| format!("starting the {mode} server"))?;
+            let srv =
+                in_ns(pair, Side::Server, move || Server::start(cfg))?.with_context(|| format!("starting the {mode} server"))?;
             let addr = SocketAddr::new(connect_ip, srv.local_addr().port());
             for &size in &a.sizes {
                 if stop.load(Ordering::SeqCst) {
@@ -176,7 +177,8 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
                     (client::run(&c, stop, |_| {}), ThreadInfo::current())
                 })?;
                 client_thread = th.clone();
-                let r = res.with_context(|| format!("{mode} {size} busy poll {}", bp.map_or("off".into(), |u| format!("{u}us"))))?;
+                let r =
+                    res.with_context(|| format!("{mode} {size} busy poll {}", bp.map_or("off".into(), |u| format!("{u}us"))))?;
                 let mut us: Vec<f64> = r.rtt_ns.iter().map(|&n| n as f64 / 1000.0).collect();
                 let all = Summary::of_f64(&us);
                 stats::trim_slowest(&mut us, a.trim_slowest);
@@ -216,7 +218,17 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
     let interrupted = stop.load(Ordering::SeqCst);
     let peer = if a.peer == "sockperf" && !interrupted { sockperf_rows(a, pair, connect_ip) } else { Vec::new() };
     write_outputs(a, &rows, &peer)?;
-    let results = Results { machine, client_thread, path, rounds: a.rounds, warmup: a.warmup, rows: &rows, skipped: &skipped, peer: &peer, interrupted };
+    let results = Results {
+        machine,
+        client_thread,
+        path,
+        rounds: a.rounds,
+        warmup: a.warmup,
+        rows: &rows,
+        skipped: &skipped,
+        peer: &peer,
+        interrupted,
+    };
     schedlab_report::export::write_json(&a.out.join("results.json"), &results)?;
     print!("{}", table(&rows, &peer, &a.sizes, path));
     if rows.iter().any(|r| r.busy_poll_us.is_some() && r.napi_id == Some(0)) {
@@ -255,7 +267,23 @@ fn size_dir(out: &Path, s: Size) -> PathBuf {
 fn write_outputs(a: &BenchArgs, rows: &[Row], peer: &[Row]) -> Result<()> {
     let mut summary = schedlab_report::export::Csv::create(
         &a.out.join("summary.csv"),
-        &["mode", "size_bytes", "busy_poll_us", "count", "med_us", "dev_us", "min_us", "max_us", "p90_us", "p99_us", "p999_us", "trimmed_percent", "client_cpu", "server_cpu", "napi_id"],
+        &[
+            "mode",
+            "size_bytes",
+            "busy_poll_us",
+            "count",
+            "med_us",
+            "dev_us",
+            "min_us",
+            "max_us",
+            "p90_us",
+            "p99_us",
+            "p999_us",
+            "trimmed_percent",
+            "client_cpu",
+            "server_cpu",
+            "napi_id",
+        ],
     )?;
     for r in rows.iter().chain(peer) {
         let t = &r.trimmed_rtt_us;
@@ -294,7 +322,11 @@ fn write_outputs(a: &BenchArgs, rows: &[Row], peer: &[Row]) -> Result<()> {
             .flat_map(|m| [(m, false), (m, true)])
             .filter(|(_, busy)| !*busy || !a.no_busy_poll)
             .filter_map(|(m, busy)| {
-                in_size(busy).find(|r| r.mode == m.name()).map(|r| EchoCell { mode: r.mode.clone(), busy_poll: busy, rtt_us: r.trimmed_rtt_us })
+                in_size(busy).find(|r| r.mode == m.name()).map(|r| EchoCell {
+                    mode: r.mode.clone(),
+                    busy_poll: busy,
+                    rtt_us: r.trimmed_rtt_us,
+                })
             })
             .collect();
         let chart = echo_chart(&size.to_string(), &format!("with BUSYPOLL ({} us)", a.busy_poll_us), &cells);
@@ -302,7 +334,9 @@ fn write_outputs(a: &BenchArgs, rows: &[Row], peer: &[Row]) -> Result<()> {
         chart.write(&svg_path)?;
         let png_path = svg_path.with_extension("png");
         match crate::png::svg_to_png(&chart.svg(), &png_path) {
-            Ok(r) if r.font_faces == 0 => eprintln!("warning: no system fonts found (install fonts-dejavu-core): {} has no text", png_path.display()),
+            Ok(r) if r.font_faces == 0 => {
+                eprintln!("warning: no system fonts found (install fonts-dejavu-core): {} has no text", png_path.display())
+            }
             Ok(_) => {}
             Err(e) => eprintln!("warning: PNG not written: {e}"),
         }
@@ -412,7 +446,10 @@ fn sockperf_rows(a: &BenchArgs, pair: Option<&NetnsPair>, ip: IpAddr) -> Vec<Row
                     napi_id: None,
                 });
             }
-            None => eprintln!("sockperf ping-pong {msg} B: could not read its output:\n{}", text.lines().rev().take(5).collect::<Vec<_>>().join("\n")),
+            None => eprintln!(
+                "sockperf ping-pong {msg} B: could not read its output:\n{}",
+                text.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+            ),
         }
     }
     server.kill();
@@ -434,7 +471,12 @@ impl Drop for KillOnDrop {
 
 /// Reads sockperf's summary: percentiles 50/90/99/99.9/99.99, MIN, MAX, avg-rtt and std-dev.
 pub fn parse_sockperf(text: &str) -> Option<Summary> {
-    let num_after = |l: &str, key: &str| l.split(key).nth(1).and_then(|r| r.trim().split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '\x1b').next()).and_then(|v| v.trim().parse::<f64>().ok());
+    let num_after = |l: &str, key: &str| {
+        l.split(key)
+            .nth(1)
+            .and_then(|r| r.trim().split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '\x1b').next())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
     let mut s = Summary::default();
     let mut seen = 0;
     for l in text.lines() {
@@ -456,7 +498,9 @@ pub fn parse_sockperf(text: &str) -> Option<Summary> {
         } else if let Some(v) = num_after(l, "avg-rtt=") {
             s.mean = v;
             s.stddev = num_after(l, "std-dev=").unwrap_or(0.0);
-        } else if let Some(v) = l.split("Total ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse::<u64>().ok()) {
+        } else if let Some(v) =
+            l.split("Total ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse::<u64>().ok())
+        {
             s.count = v;
         }
     }
@@ -476,7 +520,10 @@ mod tests {
                     sockperf: ---> percentile 50.000 =   17.566\n\
                     sockperf: ---> <MIN> observation =   15.132\n";
         let s = parse_sockperf(text).unwrap();
-        assert_eq!((s.p50, s.p99, s.min, s.max, s.mean, s.stddev, s.count), (17.566, 262.379, 15.132, 6664.639, 46.863, 307.882, 11681));
+        assert_eq!(
+            (s.p50, s.p99, s.min, s.max, s.mean, s.stddev, s.count),
+            (17.566, 262.379, 15.132, 6664.639, 46.863, 307.882, 11681)
+        );
         assert!(parse_sockperf("nothing here").is_none());
     }
 }

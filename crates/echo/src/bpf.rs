@@ -61,12 +61,12 @@ pub fn parser_program() -> Vec<Insn> {
 /// `return bpf_sk_redirect_map(skb, map, 0, 0)` — the verdict, for the map open as `map_fd`.
 pub fn verdict_program(map_fd: RawFd) -> Vec<Insn> {
     vec![
-        insn(0x18, 2, BPF_PSEUDO_MAP_FD, 0, map_fd), // BPF_LD | BPF_IMM | BPF_DW: r2 = &map
-        insn(0, 0, 0, 0, 0),                         //   (second half of the 64-bit immediate)
-        insn(0xb7, 3, 0, 0, 0),                      // BPF_ALU64 | BPF_MOV | BPF_K: r3 = 0 (key)
-        insn(0xb7, 4, 0, 0, 0),                      // r4 = 0 (flags: egress)
+        insn(0x18, 2, BPF_PSEUDO_MAP_FD, 0, map_fd),   // BPF_LD | BPF_IMM | BPF_DW: r2 = &map
+        insn(0, 0, 0, 0, 0),                           //   (second half of the 64-bit immediate)
+        insn(0xb7, 3, 0, 0, 0),                        // BPF_ALU64 | BPF_MOV | BPF_K: r3 = 0 (key)
+        insn(0xb7, 4, 0, 0, 0),                        // r4 = 0 (flags: egress)
         insn(0x85, 0, 0, 0, BPF_FUNC_SK_REDIRECT_MAP), // BPF_JMP | BPF_CALL
-        insn(0x95, 0, 0, 0, 0),                      // exit with the helper's SK_PASS/SK_DROP
+        insn(0x95, 0, 0, 0, 0),                        // exit with the helper's SK_PASS/SK_DROP
     ]
 }
 
@@ -244,7 +244,8 @@ pub fn map_delete(map: &OwnedFd, key: u32) -> io::Result<()> {
 /// type and id).
 pub fn object_id(fd: &OwnedFd) -> io::Result<u32> {
     let mut info = [0u32; 32];
-    let mut a = InfoAttr { bpf_fd: fd.as_raw_fd() as u32, info_len: size_of::<[u32; 32]>() as u32, info: info.as_mut_ptr() as u64 };
+    let mut a =
+        InfoAttr { bpf_fd: fd.as_raw_fd() as u32, info_len: size_of::<[u32; 32]>() as u32, info: info.as_mut_ptr() as u64 };
     sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
     Ok(info[1])
 }
@@ -269,9 +270,12 @@ pub fn exists(kind: ObjKind, id: u32) -> io::Result<bool> {
 /// Checks that sockmap echo can work here: creates a map, loads both programs and attaches
 /// them, then releases everything.
 pub fn probe() -> Result<(), String> {
-    let map = create_sockmap(1, "sl_probe").map_err(|e| format!("cannot create a SOCKMAP ({e}); needs root or CAP_BPF+CAP_NET_ADMIN and CONFIG_BPF_STREAM_PARSER"))?;
+    let map = create_sockmap(1, "sl_probe").map_err(|e| {
+        format!("cannot create a SOCKMAP ({e}); needs root or CAP_BPF+CAP_NET_ADMIN and CONFIG_BPF_STREAM_PARSER")
+    })?;
     let parser = load_sk_skb(&parser_program(), "sl_probe_p", BPF_SK_SKB_STREAM_PARSER).map_err(|e| e.to_string())?;
-    let verdict = load_sk_skb(&verdict_program(map.as_raw_fd()), "sl_probe_v", BPF_SK_SKB_STREAM_VERDICT).map_err(|e| e.to_string())?;
+    let verdict =
+        load_sk_skb(&verdict_program(map.as_raw_fd()), "sl_probe_v", BPF_SK_SKB_STREAM_VERDICT).map_err(|e| e.to_string())?;
     attach(&map, &parser, BPF_SK_SKB_STREAM_PARSER).map_err(|e| format!("cannot attach a stream parser: {e}"))?;
     attach(&map, &verdict, BPF_SK_SKB_STREAM_VERDICT).map_err(|e| format!("cannot attach a stream verdict: {e}"))?;
     let _ = detach(&map, &verdict, BPF_SK_SKB_STREAM_VERDICT);
@@ -316,7 +320,8 @@ mod tests {
         drop(prog);
         drop(map);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-        while (exists(ObjKind::Prog, pid).unwrap() || exists(ObjKind::Map, mid).unwrap()) && std::time::Instant::now() < deadline {
+        while (exists(ObjKind::Prog, pid).unwrap() || exists(ObjKind::Map, mid).unwrap()) && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(!exists(ObjKind::Prog, pid).unwrap() && !exists(ObjKind::Map, mid).unwrap());

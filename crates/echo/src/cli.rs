@@ -59,7 +59,9 @@ pub fn parse_args(args: Vec<OsString>) -> Result<EchoCommand> {
         "echo-bench" => EchoCommand::Bench(crate::bench::BenchArgs::try_parse_from(args)?),
         c => match c.strip_prefix("echo-").map(str::parse::<Mode>) {
             Some(Ok(m)) => EchoCommand::Echo(EchoArgs::try_parse_from(args)?, Some(m)),
-            Some(Err(e)) => bail!("{e} (commands: echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring, echo-bench)"),
+            Some(Err(e)) => {
+                bail!("{e} (commands: echo-naive, echo-iosubmit, echo-splice, echo-sockmap, echo-io_uring, echo-bench)")
+            }
             None => bail!("'{c}' is not an echo command"),
         },
     })
@@ -177,7 +179,8 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
         fds_after
     );
     if let Some(p) = &a.json {
-        let j = EchoJson { machine: MachineInfo::collect(), report: &report, busy_poll_us_requested: busy, fds_before, fds_after };
+        let j =
+            EchoJson { machine: MachineInfo::collect(), report: &report, busy_poll_us_requested: busy, fds_before, fds_after };
         schedlab_report::export::write_json(p, &j)?;
     }
     if report.bpf_objects_remaining > 0 {

@@ -235,7 +235,13 @@ impl Rx {
             let k = ((upto - self.checked) as usize).min(RING - r);
             if let Some(i) = pat.check(phase, self.checked, &self.ring[r..r + k]) {
                 let offset = (self.checked + i as u64) as usize;
-                return Err(EchoError::Mismatch { round, offset, size, sent: pat.byte(phase, offset as u64), got: self.ring[r + i] });
+                return Err(EchoError::Mismatch {
+                    round,
+                    offset,
+                    size,
+                    sent: pat.byte(phase, offset as u64),
+                    got: self.ring[r + i],
+                });
             }
             self.checked += k as u64;
         }
@@ -251,9 +257,8 @@ impl Rx {
 /// Connects, runs `warmup + rounds` rounds and calls `on_rtt` with each measured RTT (ns).
 /// Stops early (with `interrupted`) when `stop` becomes true.
 pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) -> Result<BurstResult, EchoError> {
-    let stream = TcpStream::connect_timeout(&cfg.addr, cfg.timeout).map_err(|e| {
-        EchoError::io(format!("cannot connect to {} (is an echo server listening there?)", cfg.addr), e)
-    })?;
+    let stream = TcpStream::connect_timeout(&cfg.addr, cfg.timeout)
+        .map_err(|e| EchoError::io(format!("cannot connect to {} (is an echo server listening there?)", cfg.addr), e))?;
     let fd = stream.as_raw_fd();
     sys::set_nodelay(fd).ctx(|| "setting TCP_NODELAY")?;
     if let Some(cc) = &cfg.congestion {
@@ -263,7 +268,9 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
     }
     let congestion = sys::congestion(fd).unwrap_or_default();
     let busy_poll_us = match cfg.busy_poll_us {
-        Some(us) => Some(sys::set_busy_poll(fd, us).ctx(|| format!("setting SO_BUSY_POLL={us}us (needs CAP_NET_ADMIN: run as root)"))?),
+        Some(us) => {
+            Some(sys::set_busy_poll(fd, us).ctx(|| format!("setting SO_BUSY_POLL={us}us (needs CAP_NET_ADMIN: run as root)"))?)
+        }
         None => None,
     };
     // Like test-burst: ask for twice the burst, within the system's limits (rmem_max/wmem_max).
@@ -318,7 +325,18 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
         None => ClientCost::default(),
     };
     let napi_id = busy_poll_us.and_then(|_| sys::napi_id(fd).ok());
-    Ok(BurstResult { rtt_ns, local_addr, sndbuf_bytes, rcvbuf_bytes, busy_poll_us, napi_id, interrupted, bytes_verified, congestion, cost })
+    Ok(BurstResult {
+        rtt_ns,
+        local_addr,
+        sndbuf_bytes,
+        rcvbuf_bytes,
+        busy_poll_us,
+        napi_id,
+        interrupted,
+        bytes_verified,
+        congestion,
+        cost,
+    })
 }
 
 #[derive(Default)]
@@ -357,7 +375,14 @@ fn recv_into(fd: RawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize>
 
 /// One round; returns its RTT in ns. The clock stops when the last byte has arrived; what is
 /// left to check in the ring is checked after that.
-fn one_round(fd: RawFd, cfg: &BurstConfig, round: u64, pat: &Pattern, rx: &mut Rx, counts: &mut Counts) -> Result<u64, EchoError> {
+fn one_round(
+    fd: RawFd,
+    cfg: &BurstConfig,
+    round: u64,
+    pat: &Pattern,
+    rx: &mut Rx,
+    counts: &mut Counts,
+) -> Result<u64, EchoError> {
     let n = cfg.size.len();
     let phase = Pattern::phase(round);
     rx.checked = 0;

@@ -52,10 +52,7 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
 /// The seed's summary line: `min:.. avg:.. med=.. max:.. dev:.. count:..` (population std dev).
 /// The seed's pipeline (`tr := "  " | awk '{print $6", "$10", "$2", "$8}'`) reads it unchanged.
 pub fn mm_line(s: &Summary) -> String {
-    format!(
-        "min:{:.2} avg:{:.2} med={:.2} max:{:.2} dev:{:.2} count:{}",
-        s.min, s.mean, s.p50, s.max, s.stddev, s.count
-    )
+    format!("min:{:.2} avg:{:.2} med={:.2} max:{:.2} dev:{:.2} count:{}", s.min, s.mean, s.p50, s.max, s.stddev, s.count)
 }
 
 /// The percentile line (it never contains the word the seed's pipeline greps for).

@@ -77,7 +77,9 @@ pub fn set_buffers_plain(fd: RawFd, bytes: usize) -> (usize, usize) {
 /// Sets `TCP_CONGESTION` (e.g. `cubic`, which the originals set on every socket).
 pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     // SAFETY: passes a pointer to the live bytes of `name` and their length.
-    let r = unsafe { libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), name.len() as libc::socklen_t) };
+    let r = unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), name.len() as libc::socklen_t)
+    };
     cvt(r as libc::c_long).map(|_| ())
 }
 
@@ -95,9 +97,20 @@ pub fn congestion(fd: RawFd) -> io::Result<String> {
 
 /// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO`.
 pub fn set_timeout(fd: RawFd, opt: libc::c_int, d: std::time::Duration) -> io::Result<()> {
-    let tv = libc::timeval { tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t, tv_usec: d.subsec_micros() as libc::suseconds_t };
+    let tv = libc::timeval {
+        tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_usec: d.subsec_micros() as libc::suseconds_t,
+    };
     // SAFETY: passes a pointer to a live timeval and its exact size.
-    let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, (&tv as *const libc::timeval).cast(), size_of::<libc::timeval>() as libc::socklen_t) };
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&tv as *const libc::timeval).cast(),
+            size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
     cvt(r as libc::c_long).map(|_| ())
 }
 

@@ -47,6 +47,10 @@ fn two_hundred_clients_per_mode() {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(sys::thread_count().unwrap(), threads_before, "{mode}: threads leaked");
-        eprintln!("{mode}: {} connections, {} bytes echoed, fds {fds_before} before and after", rep.connections.len(), rep.bytes_echoed);
+        eprintln!(
+            "{mode}: {} connections, {} bytes echoed, fds {fds_before} before and after",
+            rep.connections.len(),
+            rep.bytes_echoed
+        );
     }
 }

@@ -385,12 +385,7 @@ struct Waiting {
 
 impl Waiting {
     fn new() -> Self {
-        Waiting {
-            tail: VecDeque::new(),
-            rest: Rest::Sorted(Vec::new()),
-            classes: Classes::new(),
-            preempted: Ring::default(),
-        }
+        Waiting { tail: VecDeque::new(), rest: Rest::Sorted(Vec::new()), classes: Classes::new(), preempted: Ring::default() }
     }
     /// A head preempted by a newcomer.
     #[inline(always)]

@@ -1,7 +1,7 @@
 //! [`AnyPolicy`]: every policy behind one enum, so front ends choose at run time while the hot loop
 //! stays statically dispatched (no virtual call per packet).
 
-use crate::{AlphaSched, Drr, TrackSched, Fifo, Message, Packet, Policy, PolicyError, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus};
+use crate::{AlphaSched, Drr, Fifo, Message, Packet, Policy, PolicyError, Qfq, RoundRobin, RoundRobinHead, TrackSched, Wf2qPlus};
 
 /// Any policy of this crate.
 // Variants differ in size (QFQ keeps fixed group tables inline); boxing them would add an

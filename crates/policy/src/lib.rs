@@ -66,8 +66,8 @@ pub use any::AnyPolicy;
 pub use drr::{Drr, FlowWeight};
 pub use qfq::Qfq;
 pub use rr::{Fifo, RoundRobin, RoundRobinHead};
-pub use track::{AlphaStats, TrackSched};
 pub use spec::{BuildOptions, Dialect, Family, PolicySpec, SpecError};
+pub use track::{AlphaStats, TrackSched};
 pub use wf2qp::Wf2qPlus;
 
 /// Identifies the sender (application, client thread, flow) a message belongs to.

@@ -420,11 +420,33 @@ mod tests {
         let mut q = Qfq::new(&flows);
         // (flow, packets, bytes) or None for a dequeue.
         let ops: [Option<(u32, u32, u32)>; 27] = [
-            Some((0, 1, 1)), Some((0, 2, 1)), Some((0, 1, 919)), None, None, None, None,
-            Some((0, 2, 1255)), None, Some((2, 1, 816)), Some((1, 1, 1)), Some((0, 1, 1)),
-            Some((3, 2, 570)), Some((4, 2, 1206)), Some((0, 1, 1)), None, None, Some((2, 1, 334)),
-            None, None, Some((0, 1, 1)), Some((0, 1, 1)), Some((1, 1, 1057)), None, Some((0, 1, 1)),
-            None, Some((0, 1, 1)),
+            Some((0, 1, 1)),
+            Some((0, 2, 1)),
+            Some((0, 1, 919)),
+            None,
+            None,
+            None,
+            None,
+            Some((0, 2, 1255)),
+            None,
+            Some((2, 1, 816)),
+            Some((1, 1, 1)),
+            Some((0, 1, 1)),
+            Some((3, 2, 570)),
+            Some((4, 2, 1206)),
+            Some((0, 1, 1)),
+            None,
+            None,
+            Some((2, 1, 334)),
+            None,
+            None,
+            Some((0, 1, 1)),
+            Some((0, 1, 1)),
+            Some((1, 1, 1057)),
+            None,
+            Some((0, 1, 1)),
+            None,
+            Some((0, 1, 1)),
         ];
         let mut sent = 0u64;
         let mut total = 0u64;

@@ -80,12 +80,7 @@ impl<E: Copy> Ring<E> {
     /// number). Stops early when the ring empties; returns the number of turns. The indices stay
     /// in registers for the whole run.
     #[inline(always)]
-    pub fn rotate_many(
-        &mut self,
-        n: u64,
-        mut serve: impl FnMut(&mut E) -> bool,
-        mut gone: impl FnMut(u64, &E),
-    ) -> u64 {
+    pub fn rotate_many(&mut self, n: u64, mut serve: impl FnMut(&mut E) -> bool, mut gone: impl FnMut(u64, &E)) -> u64 {
         let buf = &mut self.buf[..];
         if buf.is_empty() {
             return 0;

@@ -37,7 +37,9 @@
 //! round-trip tests below then cover it.
 
 use crate::alpha::ALPHA_MAX;
-use crate::{Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Qfq, RoundRobin, RoundRobinHead, TrackSched, Wf2qPlus};
+use crate::{
+    Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Qfq, RoundRobin, RoundRobinHead, TrackSched, Wf2qPlus,
+};
 
 /// α at or above this is shortest-first, as in the report's listing (`1e6`).
 pub const ALPHA_SF: f64 = 1e6;

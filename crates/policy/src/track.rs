@@ -446,12 +446,10 @@ mod tests {
             let eligible = |m: &(u32, u32, u32, u64, u64), all: &[(u32, u32, u32, u64, u64)]| {
                 !self.in_order || !all.iter().any(|o| o.1 == m.1 && o.4 < m.4)
             };
-            let i = (0..self.msgs.len())
-                .filter(|&i| eligible(&self.msgs[i], &self.msgs))
-                .min_by_key(|&i| {
-                    let m = self.msgs[i];
-                    (a * i128::from(m.2) + i128::from(m.3) * i128::from(ONE), m.4)
-                })?;
+            let i = (0..self.msgs.len()).filter(|&i| eligible(&self.msgs[i], &self.msgs)).min_by_key(|&i| {
+                let m = self.msgs[i];
+                (a * i128::from(m.2) + i128::from(m.3) * i128::from(ONE), m.4)
+            })?;
             self.clock += 1;
             self.msgs[i].2 -= 1;
             let item = self.msgs[i].0;

@@ -9,8 +9,7 @@
 
 use proptest::prelude::*;
 use schedlab_policy::{
-    Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Message, Policy, Qfq, RoundRobin, RoundRobinHead,
-    Wf2qPlus,
+    Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Message, Policy, Qfq, RoundRobin, RoundRobinHead, Wf2qPlus,
 };
 
 const FLOWS: u32 = 4;
@@ -45,11 +44,7 @@ fn every_policy(alpha: f64) -> Vec<(AnyPolicy<u32>, bool)> {
         (AnyPolicy::Alpha(AlphaSched::new(AlphaConfig::fixed(a))), false),
         (AnyPolicy::Alpha(AlphaSched::new(AlphaConfig::shortest_first())), false),
         (
-            AnyPolicy::Alpha(AlphaSched::new(AlphaConfig::tracking(
-                Alpha::new(1.0).unwrap(),
-                Alpha::new(100.0).unwrap(),
-                0.5,
-            ))),
+            AnyPolicy::Alpha(AlphaSched::new(AlphaConfig::tracking(Alpha::new(1.0).unwrap(), Alpha::new(100.0).unwrap(), 0.5))),
             false,
         ),
         (AnyPolicy::Alpha(AlphaSched::new(AlphaConfig { in_order: true, ..AlphaConfig::fixed(a) })), true),

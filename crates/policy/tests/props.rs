@@ -20,7 +20,15 @@ impl Listing {
     }
     fn insert(&mut self, id: u32, len: u32) {
         let a = self.alpha;
-        let pr = if a <= 0.0 { if a < -1.5 { 0.0 } else { self.tick as f64 } } else { a * len as f64 + self.tick as f64 };
+        let pr = if a <= 0.0 {
+            if a < -1.5 {
+                0.0
+            } else {
+                self.tick as f64
+            }
+        } else {
+            a * len as f64 + self.tick as f64
+        };
         let e = (id, len, pr);
         if self.list.is_empty() {
             self.list.push(e);

@@ -143,7 +143,11 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
     let algs = match algs_arg {
         None => vec![(sched.alg.name(), sched.alg)],
         Some(list) => {
-            let v = list.split(',').filter(|s| !s.is_empty()).map(|s| Ok((s.to_string(), parse_alg_item(s)?))).collect::<Result<Vec<_>>>()?;
+            let v = list
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| Ok((s.to_string(), parse_alg_item(s)?)))
+                .collect::<Result<Vec<_>>>()?;
             if v.is_empty() {
                 bail!("--algs is empty: give e.g. fifo,alpha:10,sf");
             }
@@ -336,13 +340,7 @@ pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
         );
     }
     let generated_bits: u64 = msgs.iter().map(|m| u64::from(m.packets) * u64::from(m.packet_bytes) * 8).sum();
-    let nominal_offered_bits: f64 = cfg
-        .traffic
-        .programs
-        .iter()
-        .flatten()
-        .map(|s| s.rate.0 as f64 * s.duration.secs())
-        .sum();
+    let nominal_offered_bits: f64 = cfg.traffic.programs.iter().flatten().map(|s| s.rate.0 as f64 * s.duration.secs()).sum();
     let ring_drops: u64 = r.clients.iter().map(|c| c.ring_drops).sum();
     let queued: u64 = r.clients.iter().map(|c| c.queued_at_stop).sum();
     let transmitted_bits: u64 = r.clients.iter().map(|c| c.bits).sum();
@@ -502,7 +500,11 @@ pub fn plot(rep: &PredictReport) -> LineChart {
         .iter()
         .map(|r| PredictSeries {
             alg: r.alg.clone(),
-            rows: r.rows.iter().map(|x| (f64::from(x.len_pkts), x.measured.mean_us, r.predicted.then_some(x.predicted.mean_us))).collect(),
+            rows: r
+                .rows
+                .iter()
+                .map(|x| (f64::from(x.len_pkts), x.measured.mean_us, r.predicted.then_some(x.predicted.mean_us)))
+                .collect(),
         })
         .collect();
     predict_chart(&runs)

@@ -56,13 +56,7 @@ pub fn check<P: Policy<usize>>(policy: P, trace: &[TraceEvent], link_bps: u64) -
             TraceEvent::Enqueue { client, pos, packets, bytes, vt_ns } => {
                 keys.push((client, pos));
                 prev = prev.max(vt_ns.saturating_sub(t0.unwrap_or(0)));
-                arrivals.push(ReplayArrival {
-                    time: prev as f64,
-                    client,
-                    packets,
-                    bytes,
-                    service: service_ns(bytes, link_bps),
-                });
+                arrivals.push(ReplayArrival { time: prev as f64, client, packets, bytes, service: service_ns(bytes, link_bps) });
             }
             TraceEvent::Release { client, pos } => released.push((client, pos)),
         }
@@ -70,12 +64,8 @@ pub fn check<P: Policy<usize>>(policy: P, trace: &[TraceEvent], link_bps: u64) -
     let r = replay(policy, &arrivals)?;
     let sim: Vec<(u32, u64)> = r.packets.iter().map(|p| keys[p.msg]).collect();
     let first_mismatch = released.iter().zip(&sim).position(|(a, b)| a != b);
-    let virtual_last_start = r
-        .last_start
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.map(|s| (keys[i], t0.unwrap_or(0) + s.round() as u64)))
-        .collect();
+    let virtual_last_start =
+        r.last_start.iter().enumerate().filter_map(|(i, s)| s.map(|s| (keys[i], t0.unwrap_or(0) + s.round() as u64))).collect();
     Ok(OrderCheck { harness_pkts: released.len(), simulator_pkts: sim.len(), first_mismatch, virtual_last_start })
 }
 

@@ -145,14 +145,7 @@ struct Envelope<'a, T: Serialize> {
 }
 
 fn write_json<T: Serialize>(path: &Path, command: &str, clock: &ClockInfo, degraded: Vec<String>, run: &T) -> Result<()> {
-    let env = Envelope {
-        command,
-        argv: std::env::args().collect(),
-        machine: MachineInfo::collect(),
-        clock,
-        degraded,
-        run,
-    };
+    let env = Envelope { command, argv: std::env::args().collect(), machine: MachineInfo::collect(), clock, degraded, run };
     schedlab_report::export::write_json(path, &env)
 }
 
@@ -311,7 +304,10 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
         track_handover: a.handover || test == TrylockTest::PingPong,
         dispatch: if a.dispatch == "trait-object" { Dispatch::TraitObject } else { Dispatch::Direct },
     };
-    anyhow::ensure!(!a.handover || test == TrylockTest::Free, "--handover applies to test B (-F); the ping-pong always tracks it");
+    anyhow::ensure!(
+        !a.handover || test == TrylockTest::Free,
+        "--handover applies to test B (-F); the ping-pong always tracks it"
+    );
     trylock::validate(&cfg)?;
     if let Some(p) = &a.output {
         check_writable(p, "-o")?;
@@ -341,7 +337,8 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
     match test {
         TrylockTest::Busy => {
             for w in &workers {
-                say!(o, 
+                say!(
+                    o,
                     "{}#{:02} busy: {} samples {} ops, free: {} samples {} ops",
                     rc.prefix("fn_busy", w.cpu_at_end),
                     w.index,
@@ -362,7 +359,8 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
         TrylockTest::Free | TrylockTest::PingPong => {
             let func = if test == TrylockTest::Free { "fn_free" } else { "fn_pp" };
             for w in &workers {
-                say!(o, 
+                say!(
+                    o,
                     "{}#{:02} busy: {} samples {} ns, free: {} samples {} ns, post: {} ns, duration {:.6} s",
                     rc.prefix(func, w.cpu_at_end),
                     w.index,
@@ -389,9 +387,11 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
                     if mh.count > 0 { pcts(&mh, "ns") } else { "none".into() }
                 );
             }
-            say!(o, 
+            say!(
+                o,
                 "# every sample includes one clock read ({:.1} ns amortized, back-to-back p50 {} ns)",
-                clock.read_cost_amortized_ns, clock.read_cost_p50_ns
+                clock.read_cost_amortized_ns,
+                clock.read_cost_p50_ns
             );
             if let Some(path) = &a.output {
                 let n = dump_samples(path, &workers)?;
@@ -492,7 +492,10 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         (None, Some(_)) => u64::MAX,
         (n, _) => {
             let thousands = n.unwrap_or(if a.sender_test { 40.0 } else { 2000.0 });
-            anyhow::ensure!(thousands.is_finite() && thousands > 0.0, "-n {thousands}: the number of notifications (in thousands) must be above 0");
+            anyhow::ensure!(
+                thousands.is_finite() && thousands > 0.0,
+                "-n {thousands}: the number of notifications (in thousands) must be above 0"
+            );
             let notifications = (thousands * 1000.0).round() as u64;
             anyhow::ensure!(notifications >= 1, "-n {thousands}: less than one notification");
             notifications
@@ -560,7 +563,8 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         NotifyTest::Receiver => {
             say!(o, "{}sender rate {} ops", rc.prefix("snd_body", s.cpu_at_end), c_exp(s.rate_ops_per_s, 3));
             say!(o, "{rcv_line}");
-            say!(o, 
+            say!(
+                o,
                 "# {} notifications sent, {} received in {} wake-ups ({:.2} per wake-up)",
                 s.sent,
                 r.received,
@@ -573,10 +577,17 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
             let p = rc.prefix("snd_slow_b", s.cpu_at_end);
             say!(o, "{p}sender cost {} ns", c_exp(s.cost_avg_ns, 3));
             say!(o, "# sender cost {}", pcts(&s.cost_ns, "ns"));
-            say!(o, "# wake-up latency (sender's clock before notify -> receiver back from wait) {}", pcts(&r.wake_latency_ns, "ns"));
-            say!(o, 
+            say!(
+                o,
+                "# wake-up latency (sender's clock before notify -> receiver back from wait) {}",
+                pcts(&r.wake_latency_ns, "ns")
+            );
+            say!(
+                o,
                 "# {} of {} notifications woke the receiver separately; each sample includes one clock read ({:.1} ns)",
-                r.wakeups, s.sent, clock.read_cost_amortized_ns
+                r.wakeups,
+                s.sent,
+                clock.read_cost_amortized_ns
             );
         }
     }
@@ -790,8 +801,28 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
     let asked = |got: String, want: String| if got == want { got } else { format!("{got} (asked for {want}: not granted)") };
     let done: u64 = run.pairs.iter().map(|p| p.lat_us.count).min().unwrap_or(0);
     let head = |k: &str, v: String| format!("{k:<16}{v}");
-    say!(o, "{}", head("Affinity:", asked(if pinned { "On" } else { "Off" }.into(), if placement == Placement::Unpinned { "Off" } else { "On" }.into())));
-    say!(o, "{}", head("Iterations:", if a.iterations.is_some() { iterations.to_string() } else if a.duration.is_some() { done.to_string() } else { iterations.to_string() }));
+    say!(
+        o,
+        "{}",
+        head(
+            "Affinity:",
+            asked(if pinned { "On" } else { "Off" }.into(), if placement == Placement::Unpinned { "Off" } else { "On" }.into())
+        )
+    );
+    say!(
+        o,
+        "{}",
+        head(
+            "Iterations:",
+            if a.iterations.is_some() {
+                iterations.to_string()
+            } else if a.duration.is_some() {
+                done.to_string()
+            } else {
+                iterations.to_string()
+            }
+        )
+    );
     say!(o, "{}", head("num_cpus:", pairs.to_string()));
     say!(o, "{}", head("Priority:", asked(pri.to_string(), a.priority.to_string())));
     let want_pol = match rt {
@@ -823,8 +854,16 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
     let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
     let gmax = maxes.iter().copied().fold(0.0, f64::max);
     let gmin = if mins.is_empty() { 0.0 } else { mins.iter().copied().fold(f64::INFINITY, f64::min) };
-    say!(o, "{}", seed_tabs(&format!("(Max) Global: {gmax:12} usvg: {:.4} us\tmiddle: {:.6}", mean(&maxes), semtest::median(&maxes))));
-    say!(o, "{}", seed_tabs(&format!("(Min) Global: {gmin:12} usvg: {:.4} us\tmiddle: {:.6}", mean(&mins), semtest::median(&mins))));
+    say!(
+        o,
+        "{}",
+        seed_tabs(&format!("(Max) Global: {gmax:12} usvg: {:.4} us\tmiddle: {:.6}", mean(&maxes), semtest::median(&maxes)))
+    );
+    say!(
+        o,
+        "{}",
+        seed_tabs(&format!("(Min) Global: {gmin:12} usvg: {:.4} us\tmiddle: {:.6}", mean(&mins), semtest::median(&mins)))
+    );
     let secs = run.duration_s;
     let (h, m) = ((secs / 3600.0) as u64, ((secs % 3600.0) / 60.0) as u64);
     say!(o, "Test took {h} hours {m} mins {:.6} secs to complete", secs % 60.0);
@@ -852,10 +891,21 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
         );
     }
     say!(o, "# (All) Global: {} ({} samples, HDR)", pcts_f(&run.all_lat_us), run.all_lat_us.count);
-    say!(o, "# mlockall: {}", if run.mlock.locked { "yes" } else if a.mlockall { "NO (refused)" } else { "no" });
+    say!(
+        o,
+        "# mlockall: {}",
+        if run.mlock.locked {
+            "yes"
+        } else if a.mlockall {
+            "NO (refused)"
+        } else {
+            "no"
+        }
+    );
     if let Some(path) = &a.histfile {
         let names: Vec<String> = run.pairs.iter().map(|p| format!("pair {}", p.index)).collect();
-        let cols: Vec<(&str, &schedlab_report::Hist)> = names.iter().map(String::as_str).zip(run.pairs.iter().map(|p| &p.hist)).collect();
+        let cols: Vec<(&str, &schedlab_report::Hist)> =
+            names.iter().map(String::as_str).zip(run.pairs.iter().map(|p| &p.hist)).collect();
         write_histfile(path, &cols, a.hist_max_us)?;
         say!(o, "# histogram (1 us buckets, one column per pair) written to {}", path.display());
     }
@@ -925,7 +975,8 @@ mod tests {
         assert_eq!(p(0, 6, 0, 303.0, 5.0), "P:  0, 6        Pri: 0  Max:         303        Min:           5");
         assert_eq!(p(7, 0, 90, 304.0, 4.0), "P:  7, 0        Pri: 90 Max:         304        Min:           4");
         assert_eq!(p(2, 7, 0, 9430.0, 4.0), "P:  2, 7        Pri: 0  Max:        9430        Min:           4");
-        let g = |k: &str, v: f64, avg: f64, mid: f64| seed_tabs(&format!("({k}) Global: {v:12} usvg: {avg:.4} us\tmiddle: {mid:.6}"));
+        let g =
+            |k: &str, v: f64, avg: f64, mid: f64| seed_tabs(&format!("({k}) Global: {v:12} usvg: {avg:.4} us\tmiddle: {mid:.6}"));
         assert_eq!(g("Max", 348.0, 202.75, 165.0), "(Max) Global:          348 usvg: 202.7500 us    middle: 165.000000");
         assert_eq!(g("Min", 5.0, 4.875, 5.0), "(Min) Global:            5 usvg: 4.8750 us      middle: 5.000000");
         assert_eq!(g("Max", 9430.0, 5910.25, 5863.5), "(Max) Global:         9430 usvg: 5910.2500 us   middle: 5863.500000");

@@ -45,15 +45,8 @@ pub enum LockKind {
 
 impl LockKind {
     /// Every kind, in the order the help lists them.
-    pub const ALL: [LockKind; 7] = [
-        LockKind::Sem,
-        LockKind::Mutex,
-        LockKind::Spinlock,
-        LockKind::Futex,
-        LockKind::Tas,
-        LockKind::Ttas,
-        LockKind::Ticket,
-    ];
+    pub const ALL: [LockKind; 7] =
+        [LockKind::Sem, LockKind::Mutex, LockKind::Spinlock, LockKind::Futex, LockKind::Tas, LockKind::Ttas, LockKind::Ticket];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {

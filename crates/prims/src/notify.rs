@@ -289,7 +289,6 @@ mod tests {
             assert_eq!(r.receiver.received, 20_000, "{m}");
             assert!(r.receiver.wakeups >= 1 && r.receiver.wakeups <= 20_000, "{m}");
             assert!(r.sender.rate_ops_per_s > 0.0 && r.receiver.rate_ops_per_s > 0.0);
-
         }
     }
 

@@ -5,7 +5,6 @@
 //! priority. Anything asked for and not granted becomes a line in [`ThreadGot::degraded`]; the
 //! commands refuse to report such a run as if it were what was asked unless `--allow-degraded`.
 
-
 use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
 use serde::Serialize;
 
@@ -65,12 +64,7 @@ impl ThreadRequest {
                 } else {
                     ""
                 };
-                degraded.push(format!(
-                    "{}: {} priority {} not granted: {e}{hint}",
-                    self.role,
-                    rt.policy_name(),
-                    rt.priority
-                ));
+                degraded.push(format!("{}: {} priority {} not granted: {e}{hint}", self.role, rt.policy_name(), rt.priority));
             }
         }
         let got = ThreadInfo::current();
@@ -239,11 +233,8 @@ mod tests {
     #[test]
     fn pinning_is_read_back() {
         let cpu = *machine::online_cpus().last().unwrap();
-        let got = std::thread::spawn(move || {
-            ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None }.apply()
-        })
-        .join()
-        .unwrap();
+        let got =
+            std::thread::spawn(move || ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None }.apply()).join().unwrap();
         assert!(got.degraded.is_empty(), "{:?}", got.degraded);
         assert_eq!(got.got.allowed_cpus, vec![cpu]);
         assert_eq!(got.got.cpu as usize, cpu);
@@ -251,9 +242,7 @@ mod tests {
 
     #[test]
     fn impossible_cpu_is_reported_as_degraded() {
-        let got = std::thread::spawn(|| ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None }.apply())
-            .join()
-            .unwrap();
+        let got = std::thread::spawn(|| ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None }.apply()).join().unwrap();
         assert_eq!(got.degraded.len(), 1, "{:?}", got.degraded);
         assert!(check_cpus([("-s", 4000)]).unwrap_err().to_string().contains("4000"));
     }
@@ -288,8 +277,7 @@ mod tests {
     fn rt_request_matches_what_was_read_back() {
         // Granted or not depends on privileges; either way the report must agree with the kernel.
         let got = std::thread::spawn(|| {
-            ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) }
-                .apply()
+            ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) }.apply()
         })
         .join()
         .unwrap();

@@ -292,8 +292,11 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
             return Err(PrimsError::BadInput(format!("-p {}: real-time priorities are 1 to 99", rt.priority)));
         }
     }
-    let requested: Vec<(&str, usize)> =
-        placement.iter().flat_map(|(a, b)| [("--placement", *a), ("--placement", *b)]).filter_map(|(w, c)| c.map(|c| (w, c))).collect();
+    let requested: Vec<(&str, usize)> = placement
+        .iter()
+        .flat_map(|(a, b)| [("--placement", *a), ("--placement", *b)])
+        .filter_map(|(w, c)| c.map(|c| (w, c)))
+        .collect();
     place::check_cpus(requested)?;
     let pairs: Vec<Arc<Pair>> = (0..cfg.pairs)
         .map(|_| {
@@ -350,7 +353,9 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
         let get = |o: &Outcome| -> Result<(Hist, i32), PrimsError> {
             match o {
                 Some(Ok((h, cpu))) => Ok((h.clone(), *cpu)),
-                Some(Err(e)) => Err(PrimsError::Os { what: "pair notification", err: std::io::Error::new(e.kind(), e.to_string()) }),
+                Some(Err(e)) => {
+                    Err(PrimsError::Os { what: "pair notification", err: std::io::Error::new(e.kind(), e.to_string()) })
+                }
                 None => Err(PrimsError::Worker("a semtest thread did not run".into())),
             }
         };

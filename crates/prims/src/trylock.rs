@@ -263,7 +263,13 @@ struct Samples {
 
 impl Samples {
     fn new(ring: usize) -> Samples {
-        Samples { busy: FastHist::new(), free: FastHist::new(), post: FastHist::new(), handover: FastHist::new(), ring: Ring::new(ring) }
+        Samples {
+            busy: FastHist::new(),
+            free: FastHist::new(),
+            post: FastHist::new(),
+            handover: FastHist::new(),
+            ring: Ring::new(ring),
+        }
     }
     #[inline(always)]
     fn busy(&mut self, ns: u64) {
@@ -540,16 +546,14 @@ where
             let (lock, gate, turns) = (lock.clone(), gate.clone(), turns.clone());
             let req = ThreadRequest { role: format!("thread #{i:02}"), cpu: cfg.worker_cpus[i], rt: None };
             let (test, ops, ring, track) = (cfg.test, cfg.ops_per_thread, cfg.ring, cfg.track_handover);
-            std::thread::Builder::new()
-                .name(format!("trylock-{i}"))
-                .spawn(move || {
-                    gate.enter(i, &req)?;
-                    Some(match test {
-                        TrylockTest::Busy => busy_loop(&*lock, ops, i),
-                        TrylockTest::Free => free_loop(&*lock, track.then_some(&turns.owner), ops, i, ring),
-                        TrylockTest::PingPong => pingpong_loop(&*lock, &turns, ops, i, ring),
-                    })
+            std::thread::Builder::new().name(format!("trylock-{i}")).spawn(move || {
+                gate.enter(i, &req)?;
+                Some(match test {
+                    TrylockTest::Busy => busy_loop(&*lock, ops, i),
+                    TrylockTest::Free => free_loop(&*lock, track.then_some(&turns.owner), ops, i, ring),
+                    TrylockTest::PingPong => pingpong_loop(&*lock, &turns, ops, i, ring),
                 })
+            })
         };
         match spawned {
             Ok(h) => handles.push(h),

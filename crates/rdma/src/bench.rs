@@ -56,15 +56,9 @@ pub enum BenchError {
     #[error("control connection: {0}")]
     Control(String),
     #[error("cannot connect to the server at {addr}: {err} (start `schedlab rdma` without an address there first)")]
-    Connect {
-        addr: String,
-        err: io::Error,
-    },
+    Connect { addr: String, err: io::Error },
     #[error("cannot listen on {addr}: {err}")]
-    Listen {
-        addr: SocketAddr,
-        err: io::Error,
-    },
+    Listen { addr: SocketAddr, err: io::Error },
     #[error("the peer refused the run: {0}")]
     Refused(String),
     #[error("message {index}: work request {wr_id} completed with status {status:?}")]
@@ -138,13 +132,7 @@ impl Ctl {
 }
 
 fn hello(cfg: &BenchConfig) -> String {
-    format!(
-        "HELLO {PROTO} backend={} op={} bytes={} count={}",
-        cfg.backend.name(),
-        cfg.op.name(),
-        cfg.size.bytes(),
-        cfg.count
-    )
+    format!("HELLO {PROTO} backend={} op={} bytes={} count={}", cfg.backend.name(), cfg.op.name(), cfg.size.bytes(), cfg.count)
 }
 
 /// What the server says is wrong with the client's parameters, if anything.
@@ -231,7 +219,11 @@ impl RunResult {
             writeln!(out, "{p} stopped after {} of {} messages: {why}", self.completed, self.iterations)?;
         }
         if self.lat_us.count == 0 {
-            return writeln!(out, "{p} no per-message completions at this end ({} is served by the responder's NIC alone)", self.op);
+            return writeln!(
+                out,
+                "{p} no per-message completions at this end ({} is served by the responder's NIC alone)",
+                self.op
+            );
         }
         if let Some(post) = &self.post_us {
             writeln!(out, "{p} post_send duration [us]: {}", post.line(""))?;
@@ -423,12 +415,15 @@ fn result_of(cfg: &BenchConfig, ep: &dyn Endpoint, role: &str, m: Measured) -> R
 pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> Result<RunResult, BenchError> {
     backend::probe(cfg.backend, cfg.device.as_deref())?;
     let host = cfg.server.as_deref().unwrap_or("127.0.0.1");
-    let target = if host.contains(':') && !host.starts_with('[') { format!("[{host}]:{}", cfg.port) } else { format!("{host}:{}", cfg.port) };
-    let addr = target
-        .to_socket_addrs()
-        .map_err(|err| BenchError::Connect { addr: target.clone(), err })?
-        .next()
-        .ok_or_else(|| BenchError::Connect { addr: target.clone(), err: io::Error::new(ErrorKind::NotFound, "no address") })?;
+    let target = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{}", cfg.port)
+    } else {
+        format!("{host}:{}", cfg.port)
+    };
+    let addr =
+        target.to_socket_addrs().map_err(|err| BenchError::Connect { addr: target.clone(), err })?.next().ok_or_else(|| {
+            BenchError::Connect { addr: target.clone(), err: io::Error::new(ErrorKind::NotFound, "no address") }
+        })?;
     let s = TcpStream::connect_timeout(&addr, cfg.timeout).map_err(|err| BenchError::Connect { addr: target, err })?;
     let local_ip = s.local_addr()?.ip();
     let mut ctl = Ctl::new(s)?;
@@ -499,9 +494,9 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     let n = records.len();
     let stopped_early = interrupted || failure.is_some();
     // The server answers once it has taken every message it expects; a run cut short does not wait long.
-    let bye = ctl
-        .send(&format!("DONE {n}"))
-        .and_then(|()| ctl.line(if stopped_early { Duration::from_secs(2) } else { cfg.timeout }, "BYE", &AtomicBool::new(false)));
+    let bye = ctl.send(&format!("DONE {n}")).and_then(|()| {
+        ctl.line(if stopped_early { Duration::from_secs(2) } else { cfg.timeout }, "BYE", &AtomicBool::new(false))
+    });
     let mut res = result_of(cfg, ep.as_ref(), "client", Measured { remote, records, elapsed, interrupted, thread });
     res.failure = failure.map(|e| e.to_string());
     res.post_us = Some(post_hist.summary(1000.0));
@@ -638,12 +633,8 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
     }
     let span = records.last().map(|r| Duration::from_secs_f64(r.time_us / 1e6)).unwrap_or(elapsed);
     let incomplete = interrupted || (failure.is_none() && reported < cfg.count);
-    let mut r = result_of(
-        cfg,
-        ep.as_ref(),
-        "server",
-        Measured { remote, records, elapsed: span, interrupted: incomplete, thread },
-    );
+    let mut r =
+        result_of(cfg, ep.as_ref(), "server", Measured { remote, records, elapsed: span, interrupted: incomplete, thread });
     r.failure = failure.map(|e| e.to_string());
     Ok(r)
 }
@@ -696,7 +687,10 @@ mod tests {
     }
 
     /// Runs server and client in threads; returns both results and the client's output.
-    fn run_pair(server_cfg: BenchConfig, mut client_cfg: BenchConfig) -> (Result<RunResult, BenchError>, Result<RunResult, BenchError>, String) {
+    fn run_pair(
+        server_cfg: BenchConfig,
+        mut client_cfg: BenchConfig,
+    ) -> (Result<RunResult, BenchError>, Result<RunResult, BenchError>, String) {
         let listener = listen(&server_cfg).unwrap();
         client_cfg.port = listener.local_addr().unwrap().port();
         client_cfg.server = Some("127.0.0.1".into());

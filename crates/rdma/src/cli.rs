@@ -20,7 +20,6 @@ use crate::record;
 use crate::share::{self, FlowInput, ShareError, ShareReport};
 use crate::types::{MsgSize, Op, PollMode};
 
-
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum BackendArg {
     /// libibverbs (needs an RDMA device and a build with the rdma-verbs feature)
@@ -181,7 +180,8 @@ pub enum RdmaCommand {
 /// `Err` holding the `clap::Error`.
 pub fn parse_args(args: Vec<OsString>) -> Result<RdmaCommand> {
     if args.get(1).is_some_and(|a| a == "share") {
-        let rest: Vec<OsString> = std::iter::once(OsString::from("schedlab rdma share")).chain(args.into_iter().skip(2)).collect();
+        let rest: Vec<OsString> =
+            std::iter::once(OsString::from("schedlab rdma share")).chain(args.into_iter().skip(2)).collect();
         return Ok(RdmaCommand::Share(ShareArgs::try_parse_from(rest)?));
     }
     Ok(RdmaCommand::Bench(BenchArgs::try_parse_from(args)?))
@@ -298,13 +298,22 @@ pub fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<Msg
         (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "size-a" } else { "size-b" }, g, h).into()),
         (Some(g), _) => g,
         (None, Some(h)) => h,
-        (None, None) => return Err(anyhow::Error::new(ShareError::NoSize { flow: name, lower }).context(path.display().to_string())),
+        (None, None) => {
+            return Err(anyhow::Error::new(ShareError::NoSize { flow: name, lower }).context(path.display().to_string()))
+        }
     };
     let count = match (count, meta.count) {
         (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "count-a" } else { "count-b" }, g, h).into()),
         (g, h) => g.or(h),
     };
-    Ok(FlowInput { name, source: path.display().to_string(), backend: meta.backend, bytes_per_msg: bytes, count, records: f.records })
+    Ok(FlowInput {
+        name,
+        source: path.display().to_string(),
+        backend: meta.backend,
+        bytes_per_msg: bytes,
+        count,
+        records: f.records,
+    })
 }
 
 #[derive(Serialize)]
@@ -385,7 +394,8 @@ fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
     }
     if let Some(path) = &a.svg {
         let flows: Vec<(String, u64)> = r.flows.iter().map(|f| (f.name.clone(), f.bytes_per_msg)).collect();
-        let windows: Vec<(f64, Vec<f64>)> = r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, vec![w.a_gbps, w.b_gbps])).collect();
+        let windows: Vec<(f64, Vec<f64>)> =
+            r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, vec![w.a_gbps, w.b_gbps])).collect();
         let chart = share_chart(wms, if p.is_empty() { "" } else { backend.as_str() }, &flows, &windows);
         chart.write(path)?;
     }
@@ -417,13 +427,29 @@ mod tests {
         assert!(srv.server.is_none() && srv.events && srv.ignore_cpu_freq);
         assert_eq!((srv.size.bytes(), srv.count, srv.op, srv.port), (1_000_000_000, 1000, Op::Write, 18515));
         let cli = BenchArgs::try_parse_from([
-            "rdma", "10.0.0.2", "-F", "-s", "1000000", "-n", "1000000", "-e", "-O", "0", "-p", "8888", "-o", "out_B.txt",
+            "rdma",
+            "10.0.0.2",
+            "-F",
+            "-s",
+            "1000000",
+            "-n",
+            "1000000",
+            "-e",
+            "-O",
+            "0",
+            "-p",
+            "8888",
+            "-o",
+            "out_B.txt",
         ])
         .unwrap();
         assert_eq!(cli.server.as_deref(), Some("10.0.0.2"));
         assert_eq!((cli.port, cli.out.as_deref()), (8888, Some(Path::new("out_B.txt"))));
         let perftest = BenchArgs::try_parse_from(["rdma", "-d", "mlx5_0", "-i", "2", "-x", "3", "-t", "64", "-O", "3"]).unwrap();
-        assert_eq!((perftest.device.as_deref(), perftest.ib_port, perftest.gid_index, perftest.depth), (Some("mlx5_0"), 2, 3, 64));
+        assert_eq!(
+            (perftest.device.as_deref(), perftest.ib_port, perftest.gid_index, perftest.depth),
+            (Some("mlx5_0"), 2, 3, 64)
+        );
         assert_eq!(perftest.op, Op::Send);
     }
 

@@ -103,10 +103,7 @@ impl fmt::Display for Field {
 #[derive(Debug, Error)]
 pub enum RecordError {
     #[error("{file}: {err}")]
-    Io {
-        file: PathBuf,
-        err: io::Error,
-    },
+    Io { file: PathBuf, err: io::Error },
     #[error("{file}:{line}: field {field}: {msg}")]
     Bad { file: PathBuf, line: usize, field: Field, msg: String },
     #[error("{file}: no message lines (is this a `-o` file of schedlab rdma or write_bw?)")]
@@ -278,7 +275,10 @@ pub fn read_flow<R: BufRead>(r: R, name: &Path) -> Result<FlowFile, RecordError>
         let completed = cnt.checked_add(shift).ok_or_else(|| bad(Field::TaskCnt, format!("{cnt} is too large")))?;
         if let Some(prev) = out.records.last() {
             if completed <= prev.completed {
-                return Err(bad(Field::TaskCnt, format!("{cnt} does not increase (previous line had {})", prev.completed - shift)));
+                return Err(bad(
+                    Field::TaskCnt,
+                    format!("{cnt} does not increase (previous line had {})", prev.completed - shift),
+                ));
             }
             if time_us < prev.time_us {
                 return Err(bad(Field::Time, format!("{time_s} goes back in time (previous line had {:.2})", prev.time_us)));
@@ -313,10 +313,8 @@ mod tests {
 
     #[test]
     fn writes_the_original_format() {
-        let recs = [
-            MsgRecord { completed: 1, time_us: 10.0, lat_us: 9.5 },
-            MsgRecord { completed: 2, time_us: 20.126, lat_us: 9.994 },
-        ];
+        let recs =
+            [MsgRecord { completed: 1, time_us: 10.0, lat_us: 9.5 }, MsgRecord { completed: 2, time_us: 20.126, lat_us: 9.994 }];
         let mut buf = Vec::new();
         write_flow(&mut buf, None, &recs).unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "Task_cnt\tTime(us)\t\tLatency\n1\t\t10.00\t\t9.50\n2\t\t20.13\t\t9.99\n");
@@ -331,8 +329,7 @@ mod tests {
             count: Some(3),
             poll: Some("event".into()),
         };
-        let recs: Vec<MsgRecord> =
-            (1..=3).map(|i| MsgRecord { completed: i, time_us: i as f64 * 1.25, lat_us: 0.5 }).collect();
+        let recs: Vec<MsgRecord> = (1..=3).map(|i| MsgRecord { completed: i, time_us: i as f64 * 1.25, lat_us: 0.5 }).collect();
         let mut buf = Vec::new();
         write_flow(&mut buf, Some(&meta), &recs).unwrap();
         let text = String::from_utf8(buf).unwrap();
@@ -347,10 +344,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("schedlab-rdma-sidecar-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let data = dir.join("out.txt");
-        let meta = FlowMeta { backend: Some("EMULATED".into()), op: Some("WRITE".into()), bytes: Some(64), count: Some(2), poll: None };
+        let meta =
+            FlowMeta { backend: Some("EMULATED".into()), op: Some("WRITE".into()), bytes: Some(64), count: Some(2), poll: None };
         let recs = [MsgRecord { completed: 1, time_us: 1.0, lat_us: 1.0 }, MsgRecord { completed: 2, time_us: 2.0, lat_us: 1.0 }];
         save(&data, None, &recs).unwrap();
-        assert_eq!(std::fs::read_to_string(&data).unwrap(), "Task_cnt\tTime(us)\t\tLatency\n1\t\t1.00\t\t1.00\n2\t\t2.00\t\t1.00\n");
+        assert_eq!(
+            std::fs::read_to_string(&data).unwrap(),
+            "Task_cnt\tTime(us)\t\tLatency\n1\t\t1.00\t\t1.00\n2\t\t2.00\t\t1.00\n"
+        );
         assert_eq!(load(&data).unwrap().meta, None, "no sidecar yet");
         let side = save_sidecar(&data, &meta).unwrap();
         assert_eq!(side, dir.join("out.txt.json"));
@@ -359,7 +360,8 @@ mod tests {
         assert!(load(&data).unwrap_err().to_string().contains("out.txt.json: field format: 'other/2'"));
         std::fs::write(&side, "[1").unwrap();
         assert!(load(&data).unwrap_err().to_string().contains("field json"));
-        let e = parse_sidecar(r#"{"format": "schedlab-rdma-meta/1", "data_file": "x", "bytes": "big"}"#, Path::new("s.json")).unwrap_err();
+        let e = parse_sidecar(r#"{"format": "schedlab-rdma-meta/1", "data_file": "x", "bytes": "big"}"#, Path::new("s.json"))
+            .unwrap_err();
         assert!(e.to_string().starts_with("s.json: field meta:"), "{e}");
         assert!(parse_sidecar(r#"{"format": "schedlab-rdma-meta/1", "data_file": "x", "bytes": 0}"#, Path::new("s")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();

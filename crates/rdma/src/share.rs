@@ -23,7 +23,9 @@ pub enum ShareError {
     NoMessages { flow: char },
     #[error("window must be positive (got {0} us)")]
     BadWindow(f64),
-    #[error("a {window_us} us window over {span_us} us of flows gives more than {MAX_WINDOWS} windows: choose a longer --window")]
+    #[error(
+        "a {window_us} us window over {span_us} us of flows gives more than {MAX_WINDOWS} windows: choose a longer --window"
+    )]
     TooManyWindows { window_us: f64, span_us: f64 },
     #[error("--{opt} {given} disagrees with the header line of flow {flow}'s file ({header}); drop the option or fix the file")]
     Conflict { flow: char, opt: &'static str, given: u64, header: u64 },
@@ -213,7 +215,13 @@ mod tests {
         let b = flow(
             'B',
             1_000_000,
-            vec![rec(1, 400.0), rec(727_325, 283_344_100.0), rec(727_326, 283_344_457.0), rec(727_327, 283_344_800.0), rec(1_000_000, 390_000_000.0)],
+            vec![
+                rec(1, 400.0),
+                rec(727_325, 283_344_100.0),
+                rec(727_326, 283_344_457.0),
+                rec(727_327, 283_344_800.0),
+                rec(1_000_000, 390_000_000.0),
+            ],
         );
         (a, b)
     }

@@ -128,8 +128,13 @@ impl FromStr for MsgSize {
             _ => (t, 1),
         };
         let n: u64 = digits.parse().map_err(|_| ParseError::BadSize(s.to_string()))?;
-        MsgSize::new(n.checked_mul(mult).ok_or_else(|| ParseError::BadSize(s.to_string()))?)
-            .map_err(|e| if let ParseError::BadSize(_) = e { ParseError::BadSize(s.to_string()) } else { e })
+        MsgSize::new(n.checked_mul(mult).ok_or_else(|| ParseError::BadSize(s.to_string()))?).map_err(|e| {
+            if let ParseError::BadSize(_) = e {
+                ParseError::BadSize(s.to_string())
+            } else {
+                e
+            }
+        })
     }
 }
 

@@ -123,7 +123,15 @@ impl Summary {
     pub fn line(&self, unit: &str) -> String {
         format!(
             "n={} min={:.2}{u} avg={:.2}{u} p50={:.2}{u} p90={:.2}{u} p99={:.2}{u} p99.9={:.2}{u} p99.99={:.2}{u} max={:.2}{u}",
-            self.count, self.min, self.mean, self.p50, self.p90, self.p99, self.p999, self.p9999, self.max,
+            self.count,
+            self.min,
+            self.mean,
+            self.p50,
+            self.p90,
+            self.p99,
+            self.p999,
+            self.p9999,
+            self.max,
             u = unit
         )
     }

@@ -11,14 +11,7 @@ use crate::harness::{Alg, Item};
 
 /// The algorithms measured, by `-alg` name.
 pub fn algorithms() -> Vec<Alg> {
-    vec![
-        Alg::Fifo,
-        Alg::Rr,
-        Alg::Wf2qp,
-        Alg::Qfq,
-        Alg::Alpha(Alpha::new(10.0).expect("10 is a valid alpha")),
-        Alg::Sf,
-    ]
+    vec![Alg::Fifo, Alg::Rr, Alg::Wf2qp, Alg::Qfq, Alg::Alpha(Alpha::new(10.0).expect("10 is a valid alpha")), Alg::Sf]
 }
 
 /// Nanoseconds per enqueue+dequeue pair with `flows` backlogged flows (each holding 4 one-packet
@@ -48,4 +41,3 @@ pub fn pair_ns(alg: Alg, flows: usize, pairs: u64) -> f64 {
     }
     t.elapsed().as_nanos() as f64 / pairs as f64
 }
-

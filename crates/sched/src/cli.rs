@@ -314,9 +314,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
                     "scheduler option '{arg}' belongs to the original's stand-alone scheduler test and has no \
                      meaning in schedlab sched (see the README's compatibility table)"
                 ),
-                _ => bail!(
-                    "unknown scheduler option '{arg}' (after --): use -flowsets, -flows, -alg, -alpha, -qmax, -qmin"
-                ),
+                _ => bail!("unknown scheduler option '{arg}' (after --): use -flowsets, -flows, -alg, -alpha, -qmax, -qmin"),
             }
             continue;
         }
@@ -404,9 +402,9 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
     let flows = match (alg.flow_level(), flowsets) {
         (true, Some(f)) => f,
         (true, None) if bench => Vec::new(),
-        (true, None) => bail!(
-            "-alg {alg_name} needs -flowsets WEIGHT:MAXLEN:FLOWS (e.g. -- -flowsets 1:1500:{threads} -alg {alg_name})"
-        ),
+        (true, None) => {
+            bail!("-alg {alg_name} needs -flowsets WEIGHT:MAXLEN:FLOWS (e.g. -- -flowsets 1:1500:{threads} -alg {alg_name})")
+        }
         (false, f) => f.unwrap_or_default(),
     };
     if let (Some(hi), Some(lo)) = (qmax, qmin) {
@@ -475,9 +473,7 @@ pub fn load(a: Argv) -> Result<Args> {
     } else {
         match &a.file {
             Some(path) => (traffic::load(path, threads)?, path.display().to_string()),
-            None if Path::new("sched.txt").exists() => {
-                (traffic::load(Path::new("sched.txt"), threads)?, "sched.txt".to_string())
-            }
+            None if Path::new("sched.txt").exists() => (traffic::load(Path::new("sched.txt"), threads)?, "sched.txt".to_string()),
             None => (
                 traffic::parse(traffic::DEFAULT_PROGRAM, "<embedded default>", threads)?,
                 "<embedded default program: every client 1s at 100 Mb/s, 1500-byte packets, bursts of 1>".to_string(),
@@ -487,7 +483,9 @@ pub fn load(a: Argv) -> Result<Args> {
     let flows = a.flows;
     if a.alg == Alg::Qfq {
         for (i, p) in traffic.programs.iter().enumerate() {
-            if let (Some(s), Some(f)) = (p.iter().find(|s| s.pkt_len > flows.get(i).map_or(u32::MAX, |f| f.max_len)), flows.get(i)) {
+            if let (Some(s), Some(f)) =
+                (p.iter().find(|s| s.pkt_len > flows.get(i).map_or(u32::MAX, |f| f.max_len)), flows.get(i))
+            {
                 bail!(
                     "thread {i} sends {}-byte packets but its flow's MAXLEN is {}: QFQ needs MAXLEN >= every packet (raise it in -flowsets)",
                     s.pkt_len,
@@ -521,15 +519,7 @@ pub fn load(a: Argv) -> Result<Args> {
         seed: a.seed,
         messages: a.messages.is_some() || a.trace_out.is_some(),
     };
-    Ok(Args {
-        cfg,
-        traffic_source,
-        prefix: a.prefix,
-        json: a.json,
-        bench: a.bench,
-        messages: a.messages,
-        trace_out: a.trace_out,
-    })
+    Ok(Args { cfg, traffic_source, prefix: a.prefix, json: a.json, bench: a.bench, messages: a.messages, trace_out: a.trace_out })
 }
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
@@ -857,13 +847,9 @@ impl Report {
         };
         let placement = match (&self.scheduler_thread, &self.scheduler_pin_error) {
             (_, Some(e)) => format!("NOT pinned ({e})"),
-            (Some(t), None) => format!(
-                "ran on cpu {} (allowed {:?}), {} prio {}",
-                t.cpu,
-                t.allowed_cpus,
-                t.policy.name(),
-                t.priority
-            ),
+            (Some(t), None) => {
+                format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
+            }
             (None, None) => "unknown".into(),
         };
         let k = &self.counters;

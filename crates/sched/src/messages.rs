@@ -126,12 +126,7 @@ pub fn merged(per_client: &[&[MsgRecord]]) -> Vec<MsgRecord> {
 /// first arrival, LENGTH in packets, APP the client. Messages refused whole by the full ring did
 /// not arrive and are left out; a header comment gives the time unit that makes one packet take
 /// one time unit at `link_bps`.
-pub fn write_trace(
-    w: &mut impl Write,
-    msgs: &[MsgRecord],
-    link_bps: Option<u64>,
-    seed: u64,
-) -> std::io::Result<()> {
+pub fn write_trace(w: &mut impl Write, msgs: &[MsgRecord], link_bps: Option<u64>, seed: u64) -> std::io::Result<()> {
     let arrived: Vec<&MsgRecord> = msgs.iter().filter(|m| m.pushed > 0).collect();
     let t0 = arrived.first().map_or(0, |m| m.cli_enq_ns);
     writeln!(w, "# schedlab sched arrival trace (seed {seed}): TIME_ns LENGTH_pkts CLIENT")?;

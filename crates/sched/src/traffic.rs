@@ -124,7 +124,10 @@ pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficE
                 let hi = current.hi.unwrap_or(usize::MAX);
                 for (p, total) in programs.iter_mut().zip(totals.iter_mut()).take(hi.saturating_add(1)).skip(current.lo) {
                     *total = total.checked_add(spec.duration.0).filter(|&t| t <= MAX_PROGRAM_NS).ok_or_else(|| {
-                        err("field 1 (duration)", format!("the thread's program would last more than {MAX_PROGRAM_NS} ns (about 146 years)"))
+                        err(
+                            "field 1 (duration)",
+                            format!("the thread's program would last more than {MAX_PROGRAM_NS} ns (about 146 years)"),
+                        )
                     })?;
                     p.push(spec);
                 }
@@ -199,7 +202,10 @@ pub fn parse_line(fields: &[&str]) -> Result<Line, (String, String)> {
             (Some(n), Some(m)) => {
                 let (lo, hi) = (number(1, n)?, number(2, m)?);
                 if hi < lo {
-                    return Err(err("field 3 (last thread)", format!("thread range {lo} {hi}: the last thread is below the first")));
+                    return Err(err(
+                        "field 3 (last thread)",
+                        format!("thread range {lo} {hi}: the last thread is below the first"),
+                    ));
                 }
                 Target { lo, hi: Some(hi) }
             }
@@ -254,8 +260,7 @@ pub fn parse_line(fields: &[&str]) -> Result<Line, (String, String)> {
 
 /// Reads and parses a traffic file.
 pub fn load(path: &Path, threads: usize) -> anyhow::Result<Traffic> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read traffic file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read traffic file {}: {e}", path.display()))?;
     Ok(parse(&text, &path.display().to_string(), threads)?)
 }
 
@@ -266,10 +271,7 @@ mod tests {
     #[test]
     fn seed_syntax() {
         let t = parse("# c\n1s 100M 64 1\nthread 1\n500m 1G 1500 4 # trailing\n\n2s 0\n", "f", 2).unwrap();
-        assert_eq!(
-            t.programs[0],
-            vec![Spec::fixed(Nanos(1_000_000_000), Bps(100_000_000), 64, 1)]
-        );
+        assert_eq!(t.programs[0], vec![Spec::fixed(Nanos(1_000_000_000), Bps(100_000_000), 64, 1)]);
         assert_eq!(t.programs[1].len(), 2);
         assert_eq!(t.programs[1][0].duration, Nanos(500_000_000));
         assert_eq!(t.programs[1][0].burst, 4);
@@ -347,8 +349,12 @@ mod tests {
 
     #[test]
     fn message_workload_entries() {
-        let t = parse("2s 300M 1500 dist:1-5:90,20:10 poisson\n1s 1M 64 4 poisson\n1s 1M poisson\n1s 1M 100 dist:report periodic\n", "f", 1)
-            .unwrap();
+        let t = parse(
+            "2s 300M 1500 dist:1-5:90,20:10 poisson\n1s 1M 64 4 poisson\n1s 1M poisson\n1s 1M 100 dist:report periodic\n",
+            "f",
+            1,
+        )
+        .unwrap();
         let p = &t.programs[0];
         assert_eq!(p[0].gaps, Gaps::Poisson);
         assert_eq!(p[0].burst, 20, "burst is the longest length");

@@ -75,7 +75,11 @@ pub fn human(v: f64, unit: &str) -> String {
 fn split_number(s: &str) -> (&str, &str) {
     let end = s
         .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == 'e' || c == 'E') && i > 0 && s[i + 1..].starts_with(|d: char| d.is_ascii_digit()))))
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || ((c == 'e' || c == 'E') && i > 0 && s[i + 1..].starts_with(|d: char| d.is_ascii_digit())))
+        })
         .map(|(i, _)| i)
         .unwrap_or(s.len());
     (&s[..end], &s[end..])

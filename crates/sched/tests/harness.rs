@@ -106,7 +106,8 @@ fn accounting_is_exact_at_full_speed_with_unlimited_link() {
 
 fn share_of_first(alg: Alg) -> f64 {
     // Both clients keep their rings full (200 Mb/s offered each into a 40 Mb/s link).
-    let mut cfg = config(vec![vec![spec(400, 200_000_000, 1500, 1)]; 2], alg, vec![FlowWeight::new(3, 1500), FlowWeight::new(1, 1500)]);
+    let mut cfg =
+        config(vec![vec![spec(400, 200_000_000, 1500, 1)]; 2], alg, vec![FlowWeight::new(3, 1500), FlowWeight::new(1, 1500)]);
     cfg.queue = 200;
     cfg.bandwidth = Some(Bps(40_000_000));
     cfg.sched_poll = Nanos(5_000);
@@ -366,7 +367,9 @@ fn client_placement_is_honoured_and_reported() {
 #[test]
 fn distributed_mode_on_other_primitives_reports_costs() {
     let _serial = serial();
-    for (lock, notify) in [(LockKind::Ticket, Mechanism::Pipe), (LockKind::Futex, Mechanism::Futex), (LockKind::Ttas, Mechanism::Eventfd)] {
+    for (lock, notify) in
+        [(LockKind::Ticket, Mechanism::Pipe), (LockKind::Futex, Mechanism::Futex), (LockKind::Ttas, Mechanism::Eventfd)]
+    {
         let programs = vec![vec![spec(200, 2_000_000, 500, 1)]; 2];
         let mut cfg = config(programs, Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
         cfg.distributed = true;

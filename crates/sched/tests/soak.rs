@@ -47,14 +47,7 @@ fn check_books(what: &str, r: &RunResult) -> (u64, u64) {
 
 #[test]
 fn many_clients_tiny_rings_every_algorithm_books_balance_and_nothing_leaks() {
-    let algs = [
-        Alg::Fifo,
-        Alg::Rr,
-        Alg::Wf2qp,
-        Alg::Qfq,
-        Alg::Alpha(Alpha::new(10.0).unwrap()),
-        Alg::Sf,
-    ];
+    let algs = [Alg::Fifo, Alg::Rr, Alg::Wf2qp, Alg::Qfq, Alg::Alpha(Alpha::new(10.0).unwrap()), Alg::Sf];
     let started = Instant::now();
     let before = resources();
     // Liveness over the whole soak (a loaded machine may starve one run's scheduler thread).

@@ -324,11 +324,7 @@ fn build_configs(a: &SimArgs, notes: &mut Vec<String>) -> Result<Vec<SimConfig>>
         }
         LengthDist::new(&parts)?
     };
-    let mut strategies = if a.alphas.is_empty() {
-        report_defaults()
-    } else {
-        dedup_strategies(&a.alphas, notes)?
-    };
+    let mut strategies = if a.alphas.is_empty() { report_defaults() } else { dedup_strategies(&a.alphas, notes)? };
     let msg_alpha = match &a.msg_alpha {
         Some(s) => parse_alpha_classes(s)?,
         None => Vec::new(),
@@ -407,7 +403,13 @@ fn build_configs(a: &SimArgs, notes: &mut Vec<String>) -> Result<Vec<SimConfig>>
         }
         // The trace's own measured load (packets per time unit over its span), for labelling only.
         let traffic = (pk as f64 / span * 100_000.0).round() / 1000.0;
-        return Ok(vec![SimConfig { traffic, packets: pk, apps: apps.max(base.apps), arrivals: Arrivals::Trace(Arc::new(tr)), ..base }]);
+        return Ok(vec![SimConfig {
+            traffic,
+            packets: pk,
+            apps: apps.max(base.apps),
+            arrivals: Arrivals::Trace(Arc::new(tr)),
+            ..base
+        }]);
     }
     check_in_order(a.in_order, a.closed.unwrap_or(base.apps), a.closed.is_some())?;
     let levels = if a.traffic.is_empty() { vec![90.0] } else { a.traffic.clone() };
@@ -520,7 +522,11 @@ fn sim_main(p: SimPlan) -> Result<i32> {
             crate::output::fmt_g((tr.last().map_or(0.0, |x| x.time) * 100.0).round() / 100.0),
             crate::output::fmt_g((levels[0].traffic * 1000.0).round() / 1000.0)
         ),
-        _ => format!("{} arrival packets per level{}", thousands(levels[0].packets), if nrep > 1 { " and replication" } else { "" }),
+        _ => format!(
+            "{} arrival packets per level{}",
+            thousands(levels[0].packets),
+            if nrep > 1 { " and replication" } else { "" }
+        ),
     };
     out.push_str(&format!(
         "# schedlab sim: {seeds}, {volume}; time unit = mean packet service time{}{}\n",
@@ -688,7 +694,8 @@ fn bench_main(args: Vec<OsString>) -> Result<i32> {
         got.cpu
     );
     for r in &rs {
-        let tag = if rs.len() > 1 { format!("{} thread{}: ", r.threads, if r.threads == 1 { "" } else { "s" }) } else { String::new() };
+        let tag =
+            if rs.len() > 1 { format!("{} thread{}: ", r.threads, if r.threads == 1 { "" } else { "s" }) } else { String::new() };
         for (i, s) in r.samples.iter().enumerate() {
             println!(
                 "  {tag}rep {i}: {:.3} s wall, {:.3} s CPU: {:.2} M arrival packets/s ({:.2} M per CPU-second)",
@@ -758,7 +765,8 @@ mod tests {
         ] {
             assert!(parse_sim_args(&os(bad)).is_err(), "{bad:?}");
         }
-        let p = parse_sim_args(&os(&["sim", "-a", "1e6,SF,10", "--compare", "RR'", "--replications", "3", "--warmup", "auto"])).unwrap();
+        let p = parse_sim_args(&os(&["sim", "-a", "1e6,SF,10", "--compare", "RR'", "--replications", "3", "--warmup", "auto"]))
+            .unwrap();
         let labels: Vec<String> = p.configs[0].strategies.iter().map(|s| s.label()).collect();
         assert_eq!(labels, ["RR'", "SF", "10"]);
         assert_eq!(p.replications, 3);

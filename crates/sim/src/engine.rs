@@ -271,8 +271,8 @@ impl Acc {
 /// Two-sided 97.5% Student t quantile.
 pub fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
+        2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::NAN,
@@ -378,12 +378,9 @@ impl Lane {
         let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
         // Flow-level policies: one flow per application (weights from `--weights`), unit packets.
         let napps = (cfg.apps.max(1) as usize).max(cfg.weights.len());
-        let flows: Vec<FlowWeight> =
-            (0..napps).map(|i| FlowWeight::new(cfg.weights.get(i).copied().unwrap_or(1), 1)).collect();
-        let opts = BuildOptions::default()
-            .flows(&flows)
-            .in_order(cfg.in_order)
-            .default_alpha(Alpha::new(fallback).expect("validated"));
+        let flows: Vec<FlowWeight> = (0..napps).map(|i| FlowWeight::new(cfg.weights.get(i).copied().unwrap_or(1), 1)).collect();
+        let opts =
+            BuildOptions::default().flows(&flows).in_order(cfg.in_order).default_alpha(Alpha::new(fallback).expect("validated"));
         let policy = s.build(&opts);
         let apps = if cfg.apps > 1 { cfg.apps as usize } else { 0 };
         let class_alpha = if matches!(s, Strategy::Prio) {
@@ -652,7 +649,6 @@ impl Rngs {
         Rngs { arrival: s(1), length: s(2), service: s(3), misc: s(4) }
     }
 }
-
 
 /// Produces the shared sample path: arrivals, packet starts, batch boundaries and report times.
 ///
@@ -1199,9 +1195,8 @@ fn split_lanes(cost: &[u64], gen_cost: u64, groups: usize) -> Vec<Vec<usize>> {
 /// chunks in the same order as on one thread, so every result is the same bit for bit.
 fn replay_parallel(gen: &mut Generator<'_>, lanes: &mut [Lane], groups: &[Vec<usize>], ctl: &Control, fast: bool) {
     let mut refs: Vec<Option<&mut Lane>> = lanes.iter_mut().map(Some).collect();
-    let mut groups = groups.iter().map(|g| -> Vec<&mut Lane> {
-        g.iter().map(|&i| refs[i].take().expect("each lane in one group")).collect()
-    });
+    let mut groups =
+        groups.iter().map(|g| -> Vec<&mut Lane> { g.iter().map(|&i| refs[i].take().expect("each lane in one group")).collect() });
     let mut mine = groups.next().unwrap_or_default();
     let theirs: Vec<Vec<&mut Lane>> = groups.collect();
     std::thread::scope(|s| {

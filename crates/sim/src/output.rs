@@ -109,10 +109,7 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
         let _ = writeln!(s, "{}", row.join("\t"));
     }
     let sf = r.strategies.iter().find(|x| x.label == "SF").map(|x| x.overall.mean_tu);
-    let _ = writeln!(
-        s,
-        "\nFairness (§12): effective packet period (latency + 1) / length, and overall latency relative to SF:"
-    );
+    let _ = writeln!(s, "\nFairness (§12): effective packet period (latency + 1) / length, and overall latency relative to SF:");
     let _ = writeln!(s, "α\tperiod_min\tperiod_max\trange\tavlat/SF");
     for st in &r.strategies {
         let rel = sf.filter(|v| *v > 0.0).map_or("-".into(), |v| format!("{:.3}", st.overall.mean_tu / v));

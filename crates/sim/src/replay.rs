@@ -84,11 +84,8 @@ pub fn replay<P: Policy<usize>>(mut policy: P, arrivals: &[ReplayArrival]) -> Re
         prev = a.time;
     }
     let total: u64 = arrivals.iter().map(|a| u64::from(a.packets)).sum();
-    let mut out = Replay {
-        packets: Vec::with_capacity(total as usize),
-        last_start: vec![None; arrivals.len()],
-        refused: Vec::new(),
-    };
+    let mut out =
+        Replay { packets: Vec::with_capacity(total as usize), last_start: vec![None; arrivals.len()], refused: Vec::new() };
     let mut next = 0;
     // The server is free from `t` on.
     let mut t = 0.0f64;

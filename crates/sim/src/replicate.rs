@@ -93,14 +93,23 @@ pub fn merge(reps: &[RunResult]) -> RunResult {
 
 /// §10 (class, length) cells: means over the replications that saw the cell, half-widths across them.
 fn merge_class_len(all: &[&StrategyResult]) -> Vec<ClassLen> {
-    let mut keys: Vec<(u32, u32, f64)> = all.iter().flat_map(|s| s.by_class_len.iter().map(|c| (c.class, c.len, c.alpha))).collect();
+    let mut keys: Vec<(u32, u32, f64)> =
+        all.iter().flat_map(|s| s.by_class_len.iter().map(|c| (c.class, c.len, c.alpha))).collect();
     keys.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     keys.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
     keys.into_iter()
         .map(|(class, len, alpha)| {
-            let xs: Vec<&ClassLen> = all.iter().filter_map(|s| s.by_class_len.iter().find(|c| c.class == class && c.len == len)).collect();
+            let xs: Vec<&ClassLen> =
+                all.iter().filter_map(|s| s.by_class_len.iter().find(|c| c.class == class && c.len == len)).collect();
             let means: Vec<f64> = xs.iter().map(|c| c.mean_tu).collect();
-            ClassLen { class, alpha, len, count: xs.iter().map(|c| c.count).sum(), mean_tu: mean(&means), ci95_tu: half_width(&means) }
+            ClassLen {
+                class,
+                alpha,
+                len,
+                count: xs.iter().map(|c| c.count).sum(),
+                mean_tu: mean(&means),
+                ci95_tu: half_width(&means),
+            }
         })
         .collect()
 }
@@ -130,7 +139,8 @@ mod tests {
 
     #[test]
     fn merged_cells_are_means_and_half_widths_across_replications() {
-        let cfg = SimConfig { strategies: vec![crate::model::parse_strategy("FIFO").unwrap()], ..SimConfig::report(70.0, 60_000, 3) };
+        let cfg =
+            SimConfig { strategies: vec![crate::model::parse_strategy("FIFO").unwrap()], ..SimConfig::report(70.0, 60_000, 3) };
         let cfgs = replications(&cfg, 3);
         assert_eq!(cfgs.iter().map(|c| c.seed).collect::<Vec<_>>(), [3, 4, 5]);
         let reps: Vec<RunResult> = cfgs.iter().map(|c| run(c, &Control::default())).collect();

@@ -140,10 +140,7 @@ fn check(t: &Table, packets: u64, seed: u64) {
     let cfg = SimConfig::report(t.traffic, packets, seed);
     let r = run(&cfg, &Control::default());
     let (bad, worst) = compare(t, &r);
-    eprintln!(
-        "traffic {}%: {} packets, seed {seed}: worst cell at {:.2} of its tolerance",
-        t.traffic, r.packets_in, worst
-    );
+    eprintln!("traffic {}%: {} packets, seed {seed}: worst cell at {:.2} of its tolerance", t.traffic, r.packets_in, worst);
     assert!(bad.is_empty(), "{} cells off:\n{}", bad.len(), bad.join("\n"));
 }
 

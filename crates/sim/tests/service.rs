@@ -7,12 +7,7 @@ use schedlab_sim::engine::{run, Arrivals, Control, SimConfig};
 use schedlab_sim::model::{parse_strategy, LengthDist, Service, Strategy, TraceArrival};
 
 fn single_packets(traffic: f64, packets: u64, service: Service, strategies: Vec<Strategy>) -> SimConfig {
-    SimConfig {
-        strategies,
-        dist: LengthDist::new(&[(1, 1, 100.0)]).unwrap(),
-        service,
-        ..SimConfig::report(traffic, packets, 11)
-    }
+    SimConfig { strategies, dist: LengthDist::new(&[(1, 1, 100.0)]).unwrap(), service, ..SimConfig::report(traffic, packets, 11) }
 }
 
 /// Single-packet messages make the model M/G/1, whose mean queue (packets waiting, not in
@@ -82,8 +77,5 @@ fn flow_level_strategies_follow_the_weights() {
         let lat = |s: &schedlab_sim::engine::StrategyResult, len| s.by_len.iter().find(|l| l.len == len).unwrap().mean_tu;
         assert!(lat(w, 2) < lat(e, 2) && lat(w, 1) > lat(e, 1), "{}: weights had no effect", e.label);
     }
-    assert_eq!(
-        equal.strategies.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(),
-        ["DRR", "WF2Q+", "QFQ"]
-    );
+    assert_eq!(equal.strategies.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["DRR", "WF2Q+", "QFQ"]);
 }

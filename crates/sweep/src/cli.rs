@@ -43,7 +43,10 @@ pub struct SweepArgs {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "schedlab sweep merge", about = "Combine shard outputs of one sweep into one table; refuses overlapping or mismatched parts")]
+#[command(
+    name = "schedlab sweep merge",
+    about = "Combine shard outputs of one sweep into one table; refuses overlapping or mismatched parts"
+)]
 pub struct MergeArgs {
     /// Part tables (.csv or .parquet) written by `schedlab sweep --shard`
     #[arg(required = true)]

@@ -93,7 +93,12 @@ impl Journal {
             file.set_len(good_len as u64)?;
         }
         if good_len == 0 {
-            let h = Header { journal: "schedlab-sweep".into(), sweep_id: sweep_id.into(), cells_total, version: crate::VERSION.into() };
+            let h = Header {
+                journal: "schedlab-sweep".into(),
+                sweep_id: sweep_id.into(),
+                cells_total,
+                version: crate::VERSION.into(),
+            };
             let mut line = serde_json::to_vec(&h)?;
             line.push(b'\n');
             file.write_all(&line)?;

@@ -300,8 +300,12 @@ impl Sweep {
 
         // Seeds or replications.
         let seeds: Vec<u64> = match (&raw.seeds, raw.replications, raw.seed) {
-            (Some(_), Some(_), _) => return Err(key("replications", "conflicts with seeds: give a seed list or a replication count".into())),
-            (Some(_), None, Some(_)) => return Err(key("seed", "conflicts with seeds: 'seed' is the first seed of 'replications'".into())),
+            (Some(_), Some(_), _) => {
+                return Err(key("replications", "conflicts with seeds: give a seed list or a replication count".into()))
+            }
+            (Some(_), None, Some(_)) => {
+                return Err(key("seed", "conflicts with seeds: 'seed' is the first seed of 'replications'".into()))
+            }
             (Some(s), None, None) => {
                 if s.is_empty() {
                     return Err(key("seeds", "empty list: the grid would have no cells".into()));
@@ -355,7 +359,9 @@ impl Sweep {
         let mut cells = Vec::new();
         let mut seen = BTreeSet::new();
         for (prefix, g) in &blocks {
-            let traffic = g.traffic.clone().ok_or_else(|| key(&format!("{prefix}traffic"), "missing: list the traffic levels in percent, e.g. traffic = [50, 90]".into()))?;
+            let traffic = g.traffic.clone().ok_or_else(|| {
+                key(&format!("{prefix}traffic"), "missing: list the traffic levels in percent, e.g. traffic = [50, 90]".into())
+            })?;
             if traffic.is_empty() {
                 return Err(key(&format!("{prefix}traffic"), "empty list: the grid would have no cells".into()));
             }
@@ -376,7 +382,10 @@ impl Sweep {
             for l in &lengths {
                 if !dists.contains_key(l) {
                     let known: Vec<&str> = dists.keys().map(String::as_str).collect();
-                    return Err(key(&format!("{prefix}lengths"), format!("unknown distribution '{l}': define [distributions.{l}] or use one of {known:?}")));
+                    return Err(key(
+                        &format!("{prefix}lengths"),
+                        format!("unknown distribution '{l}': define [distributions.{l}] or use one of {known:?}"),
+                    ));
                 }
             }
             let service = g.service.clone().unwrap_or_else(|| vec!["report".into()]);
@@ -392,7 +401,12 @@ impl Sweep {
                 }
             }
             let packets = match &g.packets {
-                None => return Err(key(&format!("{prefix}packets"), "missing: give arrival packets per cell, e.g. packets = \"10M\"".into())),
+                None => {
+                    return Err(key(
+                        &format!("{prefix}packets"),
+                        "missing: give arrival packets per cell, e.g. packets = \"10M\"".into(),
+                    ))
+                }
                 Some(v) => counts(v).map_err(|e| key(&format!("{prefix}packets"), e))?,
             };
             if packets.is_empty() {
@@ -417,7 +431,10 @@ impl Sweep {
                                     options: options.clone(),
                                 };
                                 if !seen.insert(job.key()) {
-                                    return Err(key(&format!("{prefix}traffic"), format!("the cell {} appears twice in the grid", job.key())));
+                                    return Err(key(
+                                        &format!("{prefix}traffic"),
+                                        format!("the cell {} appears twice in the grid", job.key()),
+                                    ));
                                 }
                                 cells.push(job);
                             }
@@ -446,7 +463,8 @@ impl Sweep {
     /// Reads and parses a spec file.
     pub fn from_file(path: &Path) -> Result<Sweep, SpecError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Toml { file: file.clone(), msg: format!("cannot read: {e}") })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpecError::Toml { file: file.clone(), msg: format!("cannot read: {e}") })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Sweep::parse(&text, &file, base)
     }
@@ -481,7 +499,8 @@ mod tests {
 
     #[test]
     fn a_small_grid_expands_in_order() {
-        let s = parse("traffic = [50, 90]\nstrategies = [\"RR\", 10, \"SF\"]\npackets = \"10k\"\nreplications = 2\nseed = 7\n").unwrap();
+        let s = parse("traffic = [50, 90]\nstrategies = [\"RR\", 10, \"SF\"]\npackets = \"10k\"\nreplications = 2\nseed = 7\n")
+            .unwrap();
         assert_eq!(s.cells.len(), 4);
         let keys: Vec<(f64, u64)> = s.cells.iter().map(|c| (c.traffic_pct, c.seed)).collect();
         assert_eq!(keys, vec![(50.0, 7), (50.0, 8), (90.0, 7), (90.0, 8)]);
@@ -502,7 +521,8 @@ mod tests {
 
     #[test]
     fn grid_blocks_concatenate() {
-        let s = parse("packets = 1000\nseeds = [1]\n[[grid]]\ntraffic = [1, 50]\n[[grid]]\ntraffic = [95]\npackets = \"2k\"\n").unwrap();
+        let s = parse("packets = 1000\nseeds = [1]\n[[grid]]\ntraffic = [1, 50]\n[[grid]]\ntraffic = [95]\npackets = \"2k\"\n")
+            .unwrap();
         let v: Vec<(f64, u64)> = s.cells.iter().map(|c| (c.traffic_pct, c.packets)).collect();
         assert_eq!(v, vec![(1.0, 1000), (50.0, 1000), (95.0, 2000)]);
     }

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use parquet::basic::Compression;
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::file::metadata::KeyValue;
 use parquet::record::RowAccessor;
 use parquet::schema::parser::parse_message_type;
 use serde::{Deserialize, Serialize};
@@ -127,11 +127,8 @@ impl Format {
 /// Writes `rows` to `path` atomically (a temporary file in the same folder, then a rename).
 pub fn write_table(path: &Path, rows: &[Row], sweep_id: &str) -> Result<()> {
     let format = Format::of(path)?;
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-        std::process::id()
-    ));
+    let tmp =
+        path.with_file_name(format!(".{}.tmp{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"), std::process::id()));
     let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let res = match format {
         Format::Csv => write_csv(f, rows),
@@ -194,7 +191,8 @@ fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<()> {
                 c.typed::<Int64Type>().write_batch(&v, None, None)?;
             }
             Kind::Float => {
-                let v: Vec<f64> = rows.iter().map(|r| if let Value::Float(x) = r[i] { f64::from_bits(x) } else { f64::NAN }).collect();
+                let v: Vec<f64> =
+                    rows.iter().map(|r| if let Value::Float(x) = r[i] { f64::from_bits(x) } else { f64::NAN }).collect();
                 c.typed::<DoubleType>().write_batch(&v, None, None)?;
             }
             Kind::Bool => {
@@ -223,7 +221,10 @@ fn read_csv(path: &Path) -> Result<Vec<Row>> {
     let mut lines = BufReader::new(f).lines();
     let head = lines.next().transpose()?.unwrap_or_default();
     if head.split(',').collect::<Vec<_>>() != header() {
-        bail!("{}:1: the columns differ from this schedlab's sweep table (a different version or not a sweep table)", path.display());
+        bail!(
+            "{}:1: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
+            path.display()
+        );
     }
     let mut rows = Vec::new();
     for (n, line) in lines.enumerate() {
@@ -235,7 +236,9 @@ fn read_csv(path: &Path) -> Result<Vec<Row>> {
         let row = cells
             .iter()
             .zip(COLUMNS)
-            .map(|(s, (name, kind))| Value::parse(kind, s).map_err(|e| anyhow::anyhow!("{}:{}: field '{name}': {e}", path.display(), n + 2)))
+            .map(|(s, (name, kind))| {
+                Value::parse(kind, s).map_err(|e| anyhow::anyhow!("{}:{}: field '{name}': {e}", path.display(), n + 2))
+            })
             .collect::<Result<Row>>()?;
         rows.push(row);
     }
@@ -269,7 +272,10 @@ fn read_parquet(path: &Path) -> Result<Vec<Row>> {
     let r = SerializedFileReader::new(f).with_context(|| format!("{}: not a Parquet file", path.display()))?;
     let names: Vec<String> = r.metadata().file_metadata().schema_descr().columns().iter().map(|c| c.name().to_string()).collect();
     if names != header() {
-        bail!("{}: the columns differ from this schedlab's sweep table (a different version or not a sweep table)", path.display());
+        bail!(
+            "{}: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
+            path.display()
+        );
     }
     let mut rows = Vec::new();
     for rec in r.get_row_iter(None)? {

@@ -275,7 +275,16 @@ impl Shared {
     /// Builds the report of a connection that ended with `res`; `by_server` when the server
     /// shut the connection down itself (on stop).
     #[allow(clippy::too_many_arguments)]
-    fn report(&self, id: u64, peer: SocketAddr, fd: RawFd, bytes: u64, res: std::io::Result<()>, busy: Option<u32>, by_server: bool) -> ConnReport {
+    fn report(
+        &self,
+        id: u64,
+        peer: SocketAddr,
+        fd: RawFd,
+        bytes: u64,
+        res: std::io::Result<()>,
+        busy: Option<u32>,
+        by_server: bool,
+    ) -> ConnReport {
         let kb = sys::tcp_bytes(fd).ok();
         let end = match res {
             _ if by_server => "server shutdown".to_string(),

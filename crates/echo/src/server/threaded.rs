@@ -201,7 +201,9 @@ fn splice(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
         let mut left = n;
         while left > 0 {
             // SAFETY: as above.
-            let m = unsafe { libc::splice(rd.as_raw_fd(), std::ptr::null_mut(), fd, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE) };
+            let m = unsafe {
+                libc::splice(rd.as_raw_fd(), std::ptr::null_mut(), fd, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE)
+            };
             match sys::cvt(m as libc::c_long) {
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "splice to the socket wrote nothing")),
                 Ok(m) => left -= m as usize,
@@ -261,7 +263,9 @@ fn sockmap(sh: &Shared, stream: &TcpStream, bytes: &mut u64, fallback: &mut Opti
             };
             // Once the server has shut the socket down (on stop), `acked` counts its FIN too:
             // never count more than was received (without the peer's FIN).
-            *bytes = sys::tcp_bytes(fd).map(|k| k.acked.min(k.received - u64::from(sys::peer_closed(fd)).min(k.received))).unwrap_or(0);
+            *bytes = sys::tcp_bytes(fd)
+                .map(|k| k.acked.min(k.received - u64::from(sys::peer_closed(fd)).min(k.received)))
+                .unwrap_or(0);
             match (r, left) {
                 (Err(e), _) => Err(e),
                 (Ok(()), Err(lost)) => {

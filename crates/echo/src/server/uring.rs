@@ -26,9 +26,8 @@ fn ud(op: u64, slot: usize) -> u64 {
 
 /// Checks that io_uring can be set up and runs a no-op.
 pub(super) fn probe() -> Result<(), String> {
-    let mut ring = IoUring::new(8).map_err(|e| {
-        format!("io_uring_setup failed ({e}); check /proc/sys/kernel/io_uring_disabled and seccomp filters")
-    })?;
+    let mut ring = IoUring::new(8)
+        .map_err(|e| format!("io_uring_setup failed ({e}); check /proc/sys/kernel/io_uring_disabled and seccomp filters"))?;
     let nop = opcode::Nop::new().build().user_data(7);
     // SAFETY: a no-op references no memory.
     unsafe { ring.submission().push(&nop) }.map_err(|e| e.to_string())?;
@@ -121,7 +120,8 @@ impl Loop {
                             let busy = sh.prepare(fd);
                             let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                             let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-                            let conn = Conn { stream, peer, id, buf: vec![0u8; CHUNK], len: 0, sent: 0, bytes: 0, busy, shut: false };
+                            let conn =
+                                Conn { stream, peer, id, buf: vec![0u8; CHUNK], len: 0, sent: 0, bytes: 0, busy, shut: false };
                             let s = match free.pop() {
                                 Some(s) => {
                                     conns[s] = Some(conn);
@@ -220,7 +220,9 @@ impl Loop {
     fn send(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
         let rest = &c.buf[c.sent..c.len];
-        let e = opcode::Send::new(types::Fd(c.stream.as_raw_fd()), rest.as_ptr(), rest.len() as u32).flags(libc::MSG_NOSIGNAL).build();
+        let e = opcode::Send::new(types::Fd(c.stream.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build();
         self.push(e.user_data(ud(SEND, slot)));
     }
 }

@@ -254,7 +254,8 @@ impl Shared {
 
     /// Completes the oldest outstanding send (RC completes in order).
     fn complete_send(&self, wr_id: u64, status: WcStatus) -> Result<(), String> {
-        let wr = lock(&self.sq).pop_front().ok_or_else(|| format!("acknowledgement for wr_id {wr_id} with nothing outstanding"))?;
+        let wr =
+            lock(&self.sq).pop_front().ok_or_else(|| format!("acknowledgement for wr_id {wr_id} with nothing outstanding"))?;
         if wr.wr_id != wr_id {
             return Err(format!("acknowledgement for wr_id {wr_id}, expected {}", wr.wr_id));
         }
@@ -310,7 +311,8 @@ fn nic_loop(sh: &Shared, mut stream: TcpStream) -> Result<(), String> {
             K_WRITE | K_WRITE_IMM => match sh.remote_range(f.addr, f.len, f.rkey) {
                 None => {
                     skip_payload(&mut stream, f.len).map_err(io)?;
-                    sh.send_frame(&Frame::reply(K_NAK, f.wr_id, 0, status_code(WcStatus::RemoteAccessError)), None).map_err(io)?;
+                    sh.send_frame(&Frame::reply(K_NAK, f.wr_id, 0, status_code(WcStatus::RemoteAccessError)), None)
+                        .map_err(io)?;
                 }
                 Some(off) => {
                     {
@@ -331,7 +333,9 @@ fn nic_loop(sh: &Shared, mut stream: TcpStream) -> Result<(), String> {
                 deliver_or_wait(sh, m).map_err(io)?;
             }
             K_READ_REQ => match sh.remote_range(f.addr, f.len, f.rkey) {
-                None => sh.send_frame(&Frame::reply(K_NAK, f.wr_id, 0, status_code(WcStatus::RemoteAccessError)), None).map_err(io)?,
+                None => {
+                    sh.send_frame(&Frame::reply(K_NAK, f.wr_id, 0, status_code(WcStatus::RemoteAccessError)), None).map_err(io)?
+                }
                 Some(off) => sh.send_from_mr(&Frame::reply(K_READ_RESP, f.wr_id, f.len, 0), off, f.len as usize).map_err(io)?,
             },
             K_READ_RESP => {
@@ -468,7 +472,8 @@ impl EmulatedEndpoint {
             (&s).write_all(&hello_out)?;
             s
         } else {
-            let listener = self.listener.as_ref().ok_or(BackendError::WrongState { what: "accept the wire", state: self.state })?;
+            let listener =
+                self.listener.as_ref().ok_or(BackendError::WrongState { what: "accept the wire", state: self.state })?;
             loop {
                 match listener.accept() {
                     Ok((s, _)) => {

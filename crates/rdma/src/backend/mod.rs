@@ -59,10 +59,7 @@ pub enum BackendError {
     #[error("RDMA backend unavailable: {0}")]
     Unavailable(String),
     #[error("{call} failed: {err}")]
-    Verbs {
-        call: &'static str,
-        err: std::io::Error,
-    },
+    Verbs { call: &'static str, err: std::io::Error },
     #[error("invalid queue-pair transition {from:?} -> {to:?}")]
     BadTransition { from: QpState, to: QpState },
     #[error("cannot {what} while the queue pair is in state {state:?}")]

@@ -82,14 +82,21 @@ impl VerbsEndpoint {
     pub fn open(cfg: &EndpointConfig) -> Result<VerbsEndpoint, BackendError> {
         let name = probe(cfg.device.as_deref())?;
         let list = device_list()?;
-        let dev = list.iter().find(|d| d.name() == name).ok_or_else(|| BackendError::Unavailable(format!("RDMA device '{name}' vanished")))?;
+        let dev = list
+            .iter()
+            .find(|d| d.name() == name)
+            .ok_or_else(|| BackendError::Unavailable(format!("RDMA device '{name}' vanished")))?;
         let ctx = dev.open().map_err(|e| verbs_err("ibv_open_device", e))?;
         let pd = ctx.alloc_pd().map_err(|e| verbs_err("ibv_alloc_pd", e))?;
         let buf = vec![0u8; cfg.buf_size.bytes() as usize];
         // SAFETY: `buf` lives in the endpoint and is dropped after the MR (field order), and its heap
         // allocation never moves; the NIC may write into it only while the MR exists.
         let mr = unsafe {
-            pd.reg_mr(buf.as_ptr() as usize, buf.len(), AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead)
+            pd.reg_mr(
+                buf.as_ptr() as usize,
+                buf.len(),
+                AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead,
+            )
         }
         .map_err(|e| verbs_err("ibv_reg_mr", e))?;
         let channel = match cfg.poll {

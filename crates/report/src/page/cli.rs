@@ -85,7 +85,9 @@ pub fn build(paths: &[PathBuf], title: &str, allow_unsupported: bool) -> Result<
         match input.kind.clone() {
             Ok(kind) => sections.push(render(&input, kind)),
             Err(why) if allow_unsupported => sections.push(unsupported(&input, &why)),
-            Err(why) => bail!("{}: unsupported result: {why} (--allow-unsupported shows it as a section instead)", input.file.display()),
+            Err(why) => {
+                bail!("{}: unsupported result: {why} (--allow-unsupported shows it as a section instead)", input.file.display())
+            }
         }
     }
     Ok(Page { title: title.to_string(), sections })

@@ -150,7 +150,10 @@ fn table_kind(t: &Table) -> Result<Kind, String> {
     if has("traffic_pct") && has("strategy") && has("len_pkts") && has("mean_lat_tu") {
         return Ok(Kind::SimCsv);
     }
-    Err(format!("CSV with columns [{}]: not a schedlab sweep or sim table", t.header.iter().take(8).cloned().collect::<Vec<_>>().join(", ")))
+    Err(format!(
+        "CSV with columns [{}]: not a schedlab sweep or sim table",
+        t.header.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
+    ))
 }
 
 /// Reads one result: a JSON result, a sweep or sim CSV table, or an echo-bench `--out` folder.
@@ -174,7 +177,8 @@ pub fn read(path: &Path) -> Result<Input> {
             file.display()
         );
     }
-    let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not a text file (neither JSON nor CSV)", file.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not a text file (neither JSON nor CSV)", file.display()))?;
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         bail!("{}: empty file", file.display());

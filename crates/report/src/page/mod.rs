@@ -115,7 +115,13 @@ impl Page {
         let _ = writeln!(s, "<p>{} results, {} figures. Each section: what was run, the machine and the placement that was granted, the tables, the figures.</p>", self.sections.len(), figures);
         s.push_str("<nav><ul>\n");
         for (i, sec) in self.sections.iter().enumerate() {
-            let _ = writeln!(s, "<li><a href=\"#r{}\">{} <span class=\"src\">{}</span></a></li>", i + 1, esc(&sec.title), esc(&sec.source));
+            let _ = writeln!(
+                s,
+                "<li><a href=\"#r{}\">{} <span class=\"src\">{}</span></a></li>",
+                i + 1,
+                esc(&sec.title),
+                esc(&sec.source)
+            );
         }
         s.push_str("</ul></nav>\n");
         let mut fig = 0;
@@ -141,7 +147,8 @@ impl Page {
                         s.push_str("</dl>\n");
                     }
                     Block::Table { caption, header, rows } => {
-                        let _ = writeln!(s, "<p class=\"caption\">{}</p>\n<div class=\"wide\"><table>\n<thead><tr>", esc(caption));
+                        let _ =
+                            writeln!(s, "<p class=\"caption\">{}</p>\n<div class=\"wide\"><table>\n<thead><tr>", esc(caption));
                         for h in header {
                             let _ = write!(s, "<th>{}</th>", esc(h));
                         }
@@ -191,9 +198,9 @@ pub fn write_atomic(path: &Path, content: &str) -> Result<()> {
     };
     let name = path.file_name().with_context(|| format!("{}: not a file name", path.display()))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    let res = std::fs::write(&tmp, content)
-        .with_context(|| format!("cannot write {}", tmp.display()))
-        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display())));
+    let res = std::fs::write(&tmp, content).with_context(|| format!("cannot write {}", tmp.display())).and_then(|()| {
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+    });
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -8,7 +8,10 @@ use super::input::{Content, Input, Kind, Table};
 use super::{Block, Section};
 use crate::hist::Summary;
 use crate::plot::bar::BarChart;
-use crate::plot::figures::{echo_chart, paper_figures, predict_chart, share_chart, summary_cdf, EchoCell, PaperFigure, PaperLevel, PaperStrategy, PredictSeries};
+use crate::plot::figures::{
+    echo_chart, paper_figures, predict_chart, share_chart, summary_cdf, EchoCell, PaperFigure, PaperLevel, PaperStrategy,
+    PredictSeries,
+};
 use crate::plot::fmt_tick;
 
 /// A number for a table cell: about four significant digits, no exponent below a million.
@@ -103,8 +106,22 @@ fn machine_and_placement(sec: &mut Section, v: &Value) {
     sec.push(Block::Heading("Machine and placement granted".into()));
     match v.get("machine").and_then(Value::as_object) {
         Some(m) => {
-            let order = ["hostname", "kernel", "kernel_version", "arch", "cpu_model", "cpus_online", "virtualization", "cpuidle_driver", "cpuidle_governor", "cpufreq_governor", "euid", "collected_unix_s"];
-            let mut facts: Vec<(String, String)> = order.iter().filter_map(|k| m.get(*k).map(|x| (k.replace('_', " "), txt(x)))).collect();
+            let order = [
+                "hostname",
+                "kernel",
+                "kernel_version",
+                "arch",
+                "cpu_model",
+                "cpus_online",
+                "virtualization",
+                "cpuidle_driver",
+                "cpuidle_governor",
+                "cpufreq_governor",
+                "euid",
+                "collected_unix_s",
+            ];
+            let mut facts: Vec<(String, String)> =
+                order.iter().filter_map(|k| m.get(*k).map(|x| (k.replace('_', " "), txt(x)))).collect();
             for (k, x) in m {
                 if !order.contains(&k.as_str()) && k != "schedlab_version" {
                     facts.push((k.replace('_', " "), txt(x)));
@@ -121,7 +138,9 @@ fn machine_and_placement(sec: &mut Section, v: &Value) {
     if !rows.is_empty() {
         sec.push(Block::Table {
             caption: "Threads: the CPU, mask and policy read back from the kernel (not the label asked for)".into(),
-            header: ["thread", "requested CPU", "CPU got", "allowed CPUs", "policy", "priority", "tid"].map(String::from).to_vec(),
+            header: ["thread", "requested CPU", "CPU got", "allowed CPUs", "policy", "priority", "tid"]
+                .map(String::from)
+                .to_vec(),
             rows,
         });
     }
@@ -155,7 +174,10 @@ fn threads(v: &Value, path: &str, requested: Option<&Value>, rows: &mut Vec<Vec<
                 let req = if is_thread(child) {
                     // prims: {requested: {role, cpu}, got: {...}}; sched clients: requested_cpu next
                     // to thread; the scheduler: scheduler_requested_cpu next to scheduler_thread.
-                    o.get("requested").and_then(|r| r.get("cpu")).or_else(|| o.get("requested_cpu")).or_else(|| o.get(&format!("{}_requested_cpu", k.trim_end_matches("_thread"))))
+                    o.get("requested")
+                        .and_then(|r| r.get("cpu"))
+                        .or_else(|| o.get("requested_cpu"))
+                        .or_else(|| o.get(&format!("{}_requested_cpu", k.trim_end_matches("_thread"))))
                 } else {
                     None
                 };
@@ -218,7 +240,11 @@ fn paper_levels(levels: &[LevelRows]) -> Vec<PaperLevel> {
         .iter()
         .map(|l| PaperLevel {
             traffic_pct: l.traffic,
-            strategies: l.strategies.iter().map(|(lab, by_len, o)| PaperStrategy { label: lab.clone(), by_len: by_len.clone(), overall_mean_tu: o[0] }).collect(),
+            strategies: l
+                .strategies
+                .iter()
+                .map(|(lab, by_len, o)| PaperStrategy { label: lab.clone(), by_len: by_len.clone(), overall_mean_tu: o[0] })
+                .collect(),
         })
         .collect()
 }
@@ -250,10 +276,17 @@ fn paper_blocks(sec: &mut Section, levels: &[LevelRows]) {
                     continue;
                 }
                 n_len += 1;
-                format!("(report Figure {}) Mean latency per message length at {}% traffic, one line per strategy.", n_len.min(2), fmt_tick(t))
+                format!(
+                    "(report Figure {}) Mean latency per message length at {}% traffic, one line per strategy.",
+                    n_len.min(2),
+                    fmt_tick(t)
+                )
             }
             PaperFigure::TrafficVsLatency => "(report Figure 3) Overall mean latency vs traffic, one line per strategy.".into(),
-            PaperFigure::TrafficVsRelative => "(report Figure 4) Overall mean latency relative to shortest-first (SF) vs traffic; the dashed line is SF itself.".into(),
+            PaperFigure::TrafficVsRelative => {
+                "(report Figure 4) Overall mean latency relative to shortest-first (SF) vs traffic; the dashed line is SF itself."
+                    .into()
+            }
         };
         fig(sec, &caption, chart.svg());
     }
@@ -267,11 +300,19 @@ fn paper_blocks(sec: &mut Section, levels: &[LevelRows]) {
             .iter()
             .map(|lab| {
                 let mut r = vec![lab.clone()];
-                r.extend(sorted.iter().map(|l| l.strategies.iter().find(|s| &s.0 == lab).map(|s| num(s.2[0])).unwrap_or_else(|| "–".into())));
+                r.extend(
+                    sorted
+                        .iter()
+                        .map(|l| l.strategies.iter().find(|s| &s.0 == lab).map(|s| num(s.2[0])).unwrap_or_else(|| "–".into())),
+                );
                 r
             })
             .collect();
-        sec.push(Block::Table { caption: "Overall mean latency (time units) per traffic level (the data of Figure 3)".into(), header, rows });
+        sec.push(Block::Table {
+            caption: "Overall mean latency (time units) per traffic level (the data of Figure 3)".into(),
+            header,
+            rows,
+        });
     }
     for l in levels {
         let mut lens: Vec<f64> = l.strategies.iter().flat_map(|s| s.1.iter().map(|p| p.0)).collect();
@@ -320,7 +361,10 @@ fn sim(v: &Value, source: &str) -> Section {
                             let o = &s["overall"];
                             (
                                 txt(&s["label"]),
-                                s["by_len"].as_array().map(|b| b.iter().map(|l| (f(&l["len"]), f(&l["mean_tu"]))).collect()).unwrap_or_default(),
+                                s["by_len"]
+                                    .as_array()
+                                    .map(|b| b.iter().map(|l| (f(&l["len"]), f(&l["mean_tu"]))).collect())
+                                    .unwrap_or_default(),
                                 [f(&o["mean_tu"]), f(&o["ci95_tu"]), f(&o["p99_tu"]), f(&o["max_tu"]), f(&o["count"])],
                             )
                         })
@@ -333,9 +377,15 @@ fn sim(v: &Value, source: &str) -> Section {
         .collect();
     let dist = v["length_distribution"]["ranges"]
         .as_array()
-        .map(|r| r.iter().map(|x| format!("{}-{} pkts: {}%", txt(&x["low"]), txt(&x["high"]), num(f(&x["frac"]) * 100.0))).collect::<Vec<_>>().join(", "))
+        .map(|r| {
+            r.iter()
+                .map(|x| format!("{}-{} pkts: {}%", txt(&x["low"]), txt(&x["high"]), num(f(&x["frac"]) * 100.0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
         .unwrap_or_else(|| "–".into());
-    let strategies = levels.first().map(|l| l.strategies.iter().map(|s| s.0.clone()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let strategies =
+        levels.first().map(|l| l.strategies.iter().map(|s| s.0.clone()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
     what_was_run(
         &mut sec,
         v,
@@ -372,8 +422,11 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
         }
         groups.entry(key).or_default().push(r);
     }
-    let variant_cols = ["lengths", "service", "seed", "replication", "apps", "closed_apps", "in_order", "batches", "queue_delay_tu"];
-    let variant = |r: &Vec<String>| variant_cols.iter().filter(|n| c(n).is_some()).map(|n| format!("{n}={}", get(r, n))).collect::<Vec<_>>().join(" ");
+    let variant_cols =
+        ["lengths", "service", "seed", "replication", "apps", "closed_apps", "in_order", "batches", "queue_delay_tu"];
+    let variant = |r: &Vec<String>| {
+        variant_cols.iter().filter(|n| c(n).is_some()).map(|n| format!("{n}={}", get(r, n))).collect::<Vec<_>>().join(" ")
+    };
     let mut levels: Vec<LevelRows> = Vec::new();
     let mut variants: Vec<String> = Vec::new();
     for key in &order {
@@ -396,20 +449,26 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
             };
             let count = if c("msgs").is_some() { getf(r, "msgs") } else { getf(r, "count") };
             if len == 0.0 {
-                strategies[idx].2 = [getf(r, "mean_lat_tu"), getf(r, "ci95_lat_tu"), getf(r, "p99_lat_tu"), getf(r, "max_lat_tu"), count];
+                strategies[idx].2 =
+                    [getf(r, "mean_lat_tu"), getf(r, "ci95_lat_tu"), getf(r, "p99_lat_tu"), getf(r, "max_lat_tu"), count];
             } else {
                 strategies[idx].1.push((len, getf(r, "mean_lat_tu")));
             }
         }
         levels.push(LevelRows {
             traffic: getf(first, "traffic_pct"),
-            caption_extra: if variants.len() > 1 || order.len() > 1 && kind == Kind::Sweep { format!(" (cell {key}: {var})") } else { String::new() },
+            caption_extra: if variants.len() > 1 || order.len() > 1 && kind == Kind::Sweep {
+                format!(" (cell {key}: {var})")
+            } else {
+                String::new()
+            },
             strategies,
             qlen: getf(first, "qlen_pkts"),
             packets: if c("packets_in").is_some() { getf(first, "packets_in") } else { getf(first, "packets") },
         });
     }
-    let version = t.rows.first().map(|r| get(r, "schedlab_version")).filter(|s| !s.is_empty()).unwrap_or_else(|| "not recorded".into());
+    let version =
+        t.rows.first().map(|r| get(r, "schedlab_version")).filter(|s| !s.is_empty()).unwrap_or_else(|| "not recorded".into());
     let seeds: Vec<String> = {
         let mut s: Vec<String> = t.rows.iter().map(|r| get(r, "seed")).collect();
         s.dedup();
@@ -426,7 +485,10 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
     ];
     if kind == Kind::Sweep {
         facts.push(("sweep id".into(), t.rows.first().map(|r| get(r, "sweep_id")).unwrap_or_default()));
-        facts.push(("cells".into(), format!("{} of {}", order.len(), t.rows.first().map(|r| get(r, "cells_total")).unwrap_or_default())));
+        facts.push((
+            "cells".into(),
+            format!("{} of {}", order.len(), t.rows.first().map(|r| get(r, "cells_total")).unwrap_or_default()),
+        ));
     }
     facts.push(("traffic levels (%)".into(), levels.iter().map(|l| fmt_tick(l.traffic)).collect::<Vec<_>>().join(", ")));
     facts.push(("arrival packets per cell".into(), levels.iter().map(|l| num(l.packets)).collect::<Vec<_>>().join(", ")));
@@ -449,7 +511,10 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
         }
     }
     if !rest.is_empty() {
-        sec.push(Block::Note(format!("The figures show the cells with {first_var}; {} further cells (other parameters) are in the tables below.", rest.len())));
+        sec.push(Block::Note(format!(
+            "The figures show the cells with {first_var}; {} further cells (other parameters) are in the tables below.",
+            rest.len()
+        )));
     }
     paper_blocks(&mut sec, &fig_levels);
     if !rest.is_empty() {
@@ -467,7 +532,8 @@ fn paper_tables_only(sec: &mut Section, levels: &[LevelRows]) {
 // ----- sched -----
 
 fn sched(v: &Value, source: &str) -> Section {
-    let mut sec = Section::new("sched", &format!("Scheduler harness: {} over {} clients", txt(&v["alg"]), txt(&v["threads"])), source);
+    let mut sec =
+        Section::new("sched", &format!("Scheduler harness: {} over {} clients", txt(&v["alg"]), txt(&v["threads"])), source);
     let mbps = |x: &Value| format!("{} Mb/s", num(f(x) / 1e6));
     what_was_run(
         &mut sec,
@@ -477,7 +543,10 @@ fn sched(v: &Value, source: &str) -> Section {
             ("algorithm".into(), txt(&v["alg"])),
             ("flows".into(), txt(&v["flows"])),
             ("ring size (packets)".into(), txt(&v["queue_pkts"])),
-            ("link nominal".into(), if v["link_nominal_bps"].is_null() { "unlimited".into() } else { mbps(&v["link_nominal_bps"]) }),
+            (
+                "link nominal".into(),
+                if v["link_nominal_bps"].is_null() { "unlimited".into() } else { mbps(&v["link_nominal_bps"]) },
+            ),
             ("distributed (-D)".into(), txt(&v["distributed"])),
             ("elapsed (s)".into(), txt(&v["elapsed_s"])),
         ],
@@ -488,10 +557,16 @@ fn sched(v: &Value, source: &str) -> Section {
     }
     sec.push(Block::Heading("Results".into()));
     sec.push(Block::Facts(vec![
-        ("link achieved".into(), format!("{} ({}% of nominal)", mbps(&v["link_achieved_bps"]), num(f(&v["link_utilisation"]) * 100.0))),
+        (
+            "link achieved".into(),
+            format!("{} ({}% of nominal)", mbps(&v["link_achieved_bps"]), num(f(&v["link_utilisation"]) * 100.0)),
+        ),
         ("packets transmitted".into(), txt(&v["total_pkts"])),
         ("drops (ring full + scheduler queue)".into(), txt(&v["total_drops"])),
-        ("scheduler passes (thread / clients)".into(), format!("{} / {}", txt(&v["scheduler_passes"]), txt(&v["client_sched_passes"]))),
+        (
+            "scheduler passes (thread / clients)".into(),
+            format!("{} / {}", txt(&v["scheduler_passes"]), txt(&v["client_sched_passes"])),
+        ),
         ("queue limit -qmax / -qmin (packets)".into(), format!("{} / {}", txt(&v["qmax_pkts"]), txt(&v["qmin_pkts"]))),
     ]));
     let clients = v["clients"].as_array().cloned().unwrap_or_default();
@@ -531,17 +606,36 @@ fn sched(v: &Value, source: &str) -> Section {
     ]);
     sec.push(Block::Table {
         caption: "Per client: packets, drops, rate, share of the transmitted bits, delay (cli_enq to cli_deq, us)".into(),
-        header: ["client", "generated", "transmitted", "ring drops", "sched drops", "rate (Mb/s)", "share (%)", "delay p50 (us)", "delay p99 (us)", "delay max (us)", "CPU got"].map(String::from).to_vec(),
+        header: [
+            "client",
+            "generated",
+            "transmitted",
+            "ring drops",
+            "sched drops",
+            "rate (Mb/s)",
+            "share (%)",
+            "delay p50 (us)",
+            "delay p99 (us)",
+            "delay max (us)",
+            "CPU got",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     });
-    let mut series: Vec<(String, Summary)> = clients.iter().filter_map(|c| Some((format!("client {}", txt(&c["client"])), summary(&c["delay_us"])?))).collect();
+    let mut series: Vec<(String, Summary)> =
+        clients.iter().filter_map(|c| Some((format!("client {}", txt(&c["client"])), summary(&c["delay_us"])?))).collect();
     if let Some(s) = summary(&v["total_delay_us"]) {
         series.push(("all clients".into(), s));
     }
     sec.push(Block::Heading("Figures".into()));
     let cdf = summary_cdf("Packet delay distribution per client", "delay, client enqueue to client dequeue (us)", &series);
     if cdf.has_data() {
-        fig(&mut sec, "Delay CDF per client, drawn through the recorded percentiles (min, p50, p90, p99, p99.9, p99.99, max).", cdf.svg());
+        fig(
+            &mut sec,
+            "Delay CDF per client, drawn through the recorded percentiles (min, p50, p90, p99, p99.9, p99.99, max).",
+            cdf.svg(),
+        );
     } else {
         sec.push(Block::Note("No packet was delivered: no delay distribution to draw.".into()));
     }
@@ -554,7 +648,11 @@ fn sched(v: &Value, source: &str) -> Section {
         if active > 0 {
             bars.reference_y = Some(100.0 / active as f64);
         }
-        fig(&mut sec, "Each client's share of the transmitted bits and of the generated packets; the dashed line is the equal share.", bars.svg());
+        fig(
+            &mut sec,
+            "Each client's share of the transmitted bits and of the generated packets; the dashed line is the equal share.",
+            bars.svg(),
+        );
     }
     sec
 }
@@ -586,7 +684,13 @@ fn predict(v: &Value, source: &str) -> Section {
                     .as_array()
                     .map(|rows| {
                         rows.iter()
-                            .map(|x| (f(&x["len_pkts"]), f(&x["measured"]["mean_us"]), if predicted { x["predicted"]["mean_us"].as_f64() } else { None }))
+                            .map(|x| {
+                                (
+                                    f(&x["len_pkts"]),
+                                    f(&x["measured"]["mean_us"]),
+                                    if predicted { x["predicted"]["mean_us"].as_f64() } else { None },
+                                )
+                            })
                             .collect()
                     })
                     .unwrap_or_default(),
@@ -604,8 +708,11 @@ fn predict(v: &Value, source: &str) -> Section {
         if kept {
             sec.push(Block::Note("The harness kept up with the link: the prediction applies.".into()));
         } else {
-            let reasons = r["verdict"]["reasons"].as_array().map(|a| a.iter().map(txt).collect::<Vec<_>>().join("; ")).unwrap_or_default();
-            sec.push(Block::Warning(format!("The harness could not keep up with the link ({reasons}); measured figures only, no prediction.")));
+            let reasons =
+                r["verdict"]["reasons"].as_array().map(|a| a.iter().map(txt).collect::<Vec<_>>().join("; ")).unwrap_or_default();
+            sec.push(Block::Warning(format!(
+                "The harness could not keep up with the link ({reasons}); measured figures only, no prediction."
+            )));
         }
         let oc = &r["order_check"];
         sec.push(Block::Facts(vec![
@@ -620,7 +727,10 @@ fn predict(v: &Value, source: &str) -> Section {
                     format!("differs from the simulator's at {}", txt(&oc["first_mismatch"]))
                 },
             ),
-            ("release lateness mean / p99 (us)".into(), format!("{} / {}", num(f(&r["release_lateness"]["mean_us"])), num(f(&r["release_lateness"]["p99_us"])))),
+            (
+                "release lateness mean / p99 (us)".into(),
+                format!("{} / {}", num(f(&r["release_lateness"]["mean_us"])), num(f(&r["release_lateness"]["p99_us"]))),
+            ),
         ]));
         let rows = r["rows"]
             .as_array()
@@ -647,10 +757,26 @@ fn predict(v: &Value, source: &str) -> Section {
             })
             .unwrap_or_default();
         sec.push(Block::Table {
-            caption: format!("{}: queueing latency per message length (us), measured vs predicted, and where the measured time went", txt(&r["alg"])),
-            header: ["length (pkts)", "messages", "measured mean", "measured p50", "measured p99", "predicted mean", "predicted p50", "predicted p99", "measured / predicted", "ring wait", "scheduler queue", "release to seen"]
-                .map(String::from)
-                .to_vec(),
+            caption: format!(
+                "{}: queueing latency per message length (us), measured vs predicted, and where the measured time went",
+                txt(&r["alg"])
+            ),
+            header: [
+                "length (pkts)",
+                "messages",
+                "measured mean",
+                "measured p50",
+                "measured p99",
+                "predicted mean",
+                "predicted p50",
+                "predicted p99",
+                "measured / predicted",
+                "ring wait",
+                "scheduler queue",
+                "release to seen",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
         });
     }
@@ -667,7 +793,13 @@ fn summaries(v: &Value, path: &str, out: &mut Vec<(String, String, Summary)>) {
                 let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
                 if child.get("p50").is_some() && child.get("count").is_some() {
                     if let Some(s) = summary(child) {
-                        let unit = if k.ends_with("_ns") { "ns" } else if k.ends_with("_us") { "us" } else { "" };
+                        let unit = if k.ends_with("_ns") {
+                            "ns"
+                        } else if k.ends_with("_us") {
+                            "us"
+                        } else {
+                            ""
+                        };
                         out.push((p, unit.into(), s));
                     }
                 } else {
@@ -713,7 +845,10 @@ fn prims(v: &Value, source: &str) -> Section {
     let test = cfg.get("test").map(txt).or_else(|| cfg.get("mode").map(txt)).unwrap_or_default();
     let what = cfg.get("lock").or_else(|| cfg.get("mechanism")).or_else(|| cfg.get("primitive")).map(txt).unwrap_or_default();
     let mut sec = Section::new(&cmd, &format!("{cmd}: {what}, {test}"), source);
-    let config: Vec<(String, String)> = cfg.as_object().map(|o| o.iter().map(|(k, x)| (format!("config: {}", k.replace('_', " ")), txt(x))).collect()).unwrap_or_default();
+    let config: Vec<(String, String)> = cfg
+        .as_object()
+        .map(|o| o.iter().map(|(k, x)| (format!("config: {}", k.replace('_', " ")), txt(x))).collect())
+        .unwrap_or_default();
     what_was_run(&mut sec, v, config);
     machine_and_placement(&mut sec, v);
     if let Some(c) = v.get("clock").and_then(Value::as_object) {
@@ -741,7 +876,9 @@ fn prims(v: &Value, source: &str) -> Section {
     if !sums.is_empty() {
         sec.push(Block::Table {
             caption: "Percentile summaries (unit: the field's suffix)".into(),
-            header: ["what", "unit", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"].map(String::from).to_vec(),
+            header: ["what", "unit", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"]
+                .map(String::from)
+                .to_vec(),
             rows: sums
                 .iter()
                 .map(|(p, u, s)| {
@@ -764,15 +901,38 @@ fn prims(v: &Value, source: &str) -> Section {
         .map(|(p, u, s)| {
             let k = if u == "ns" { 1e-3 } else { 1.0 };
             let sc = |x: f64| x * k;
-            (p.clone(), Summary { count: s.count, min: sc(s.min), mean: sc(s.mean), stddev: sc(s.stddev), p50: sc(s.p50), p90: sc(s.p90), p99: sc(s.p99), p999: sc(s.p999), p9999: sc(s.p9999), max: sc(s.max) })
+            (
+                p.clone(),
+                Summary {
+                    count: s.count,
+                    min: sc(s.min),
+                    mean: sc(s.mean),
+                    stddev: sc(s.stddev),
+                    p50: sc(s.p50),
+                    p90: sc(s.p90),
+                    p99: sc(s.p99),
+                    p999: sc(s.p999),
+                    p9999: sc(s.p9999),
+                    max: sc(s.max),
+                },
+            )
         })
         .collect();
     let cdf = summary_cdf(&format!("{cmd}: latency and cost distributions"), "time (us)", &series);
     if cdf.has_data() {
-        fig(&mut sec, "Distributions drawn through the recorded percentiles (min, p50, p90, p99, p99.9, p99.99, max).", cdf.svg());
+        fig(
+            &mut sec,
+            "Distributions drawn through the recorded percentiles (min, p50, p90, p99, p99.9, p99.99, max).",
+            cdf.svg(),
+        );
     }
     if !rts.is_empty() {
-        let mut bars = BarChart::new(&format!("{cmd}: rates"), "where", "million operations per second", rts.iter().map(|r| r.0.clone()).collect());
+        let mut bars = BarChart::new(
+            &format!("{cmd}: rates"),
+            "where",
+            "million operations per second",
+            rts.iter().map(|r| r.0.clone()).collect(),
+        );
         bars.add("rate", rts.iter().map(|r| r.1 / 1e6).collect());
         fig(&mut sec, "Operation rates per thread or side.", bars.svg());
     }
@@ -825,8 +985,11 @@ fn echo(v: &Value, source: &str) -> Section {
     }
     sec.push(Block::Heading("Results".into()));
     sec.push(Block::Table {
-        caption: "Round trip per mode and size (us; median, dev, min, max after dropping the slowest rounds; p99 of all rounds)".into(),
-        header: ["mode", "size", "busy poll", "rounds", "median", "dev", "min", "max", "p99 (all)", "client / server CPU"].map(String::from).to_vec(),
+        caption: "Round trip per mode and size (us; median, dev, min, max after dropping the slowest rounds; p99 of all rounds)"
+            .into(),
+        header: ["mode", "size", "busy poll", "rounds", "median", "dev", "min", "max", "p99 (all)", "client / server CPU"]
+            .map(String::from)
+            .to_vec(),
         rows: table_rows,
     });
     let skipped = v["skipped"].as_array().map(|a| a.iter().map(txt).collect::<Vec<_>>()).unwrap_or_default();
@@ -842,14 +1005,24 @@ fn echo(v: &Value, source: &str) -> Section {
         let at: Vec<&Value> = rows.iter().filter(|r| f(&r["size_bytes"]) == size).collect();
         let cells: Vec<EchoCell> = at
             .iter()
-            .filter_map(|r| Some(EchoCell { mode: txt(&r["mode"]), busy_poll: !r["busy_poll_us"].is_null(), rtt_us: summary(&r["trimmed_rtt_us"])? }))
+            .filter_map(|r| {
+                Some(EchoCell {
+                    mode: txt(&r["mode"]),
+                    busy_poll: !r["busy_poll_us"].is_null(),
+                    rtt_us: summary(&r["trimmed_rtt_us"])?,
+                })
+            })
             .collect();
         if cells.is_empty() {
             continue;
         }
         let label = size_label(size);
         let chart = echo_chart(&label, &format!("with BUSYPOLL ({} us)", busy_us.map(num).unwrap_or_default()), &cells);
-        fig(&mut sec, &format!("{label} blocks: candlesticks per mode (box: median to median + dev/2; whiskers: min to max)."), chart.svg());
+        fig(
+            &mut sec,
+            &format!("{label} blocks: candlesticks per mode (box: median to median + dev/2; whiskers: min to max)."),
+            chart.svg(),
+        );
         let series: Vec<(String, Summary)> = at
             .iter()
             .filter_map(|r| {
@@ -858,7 +1031,11 @@ fn echo(v: &Value, source: &str) -> Section {
             })
             .collect();
         let cdf = summary_cdf(&format!("TCP echo round trip, {label} blocks"), "round trip (us)", &series);
-        fig(&mut sec, &format!("{label} blocks: round-trip CDF per mode, through the recorded percentiles of all rounds."), cdf.svg());
+        fig(
+            &mut sec,
+            &format!("{label} blocks: round-trip CDF per mode, through the recorded percentiles of all rounds."),
+            cdf.svg(),
+        );
     }
     sec
 }
@@ -886,12 +1063,29 @@ fn rdma_share(v: &Value, source: &str) -> Section {
     sec.push(Block::Facts(vec![("Jain's fairness index".into(), num(f(&v["jain"])))]));
     sec.push(Block::Table {
         caption: "Per flow: share at the moment the first flow finished, and post-to-completion latency (us)".into(),
-        header: ["flow", "source", "bytes/msg", "messages", "completed at cut", "cut (ms)", "Gbps", "lat p50", "lat p99", "lat max"].map(String::from).to_vec(),
+        header: [
+            "flow",
+            "source",
+            "bytes/msg",
+            "messages",
+            "completed at cut",
+            "cut (ms)",
+            "Gbps",
+            "lat p50",
+            "lat p99",
+            "lat max",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: flows
             .iter()
             .map(|x| {
                 vec![
-                    format!("{}{}", txt(&x["name"]), if x["finished_first"].as_bool() == Some(true) { " (finished first)" } else { "" }),
+                    format!(
+                        "{}{}",
+                        txt(&x["name"]),
+                        if x["finished_first"].as_bool() == Some(true) { " (finished first)" } else { "" }
+                    ),
                     txt(&x["source"]),
                     txt(&x["bytes_per_msg"]),
                     txt(&x["count"]),
@@ -909,13 +1103,16 @@ fn rdma_share(v: &Value, source: &str) -> Section {
     let names: Vec<(String, u64)> = flows.iter().map(|x| (txt(&x["name"]), x["bytes_per_msg"].as_u64().unwrap_or(0))).collect();
     let windows: Vec<(f64, Vec<f64>)> = v["windows"]
         .as_array()
-        .map(|w| w.iter().map(|x| ((f(&x["start_ms"]) + f(&x["end_ms"])) / 2.0, vec![f(&x["a_gbps"]), f(&x["b_gbps"])])).collect())
+        .map(|w| {
+            w.iter().map(|x| ((f(&x["start_ms"]) + f(&x["end_ms"])) / 2.0, vec![f(&x["a_gbps"]), f(&x["b_gbps"])])).collect()
+        })
         .unwrap_or_default();
     let chart = share_chart(f(&v["window_us"]) / 1e3, &backend, &names, &windows);
     if chart.has_data() {
         fig(&mut sec, "Throughput of each flow over time (the share of the link).", chart.svg());
     }
-    let series: Vec<(String, Summary)> = flows.iter().filter_map(|x| Some((format!("flow {}", txt(&x["name"])), summary(&x["lat_us"])?))).collect();
+    let series: Vec<(String, Summary)> =
+        flows.iter().filter_map(|x| Some((format!("flow {}", txt(&x["name"])), summary(&x["lat_us"])?))).collect();
     let cdf = summary_cdf("RDMA post-to-completion latency", "latency (us)", &series);
     if cdf.has_data() {
         fig(&mut sec, "Latency CDF per flow, through the recorded percentiles.", cdf.svg());

@@ -90,10 +90,21 @@ impl BarChart {
             );
         }
         if let Some(r) = self.reference_y {
-            let _ = writeln!(s, r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="4 3"/>"##, w - mr, y = py(r));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="4 3"/>"##,
+                w - mr,
+                y = py(r)
+            );
         }
         let _ = writeln!(s, r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#333"/>"##, w - mr, y = h - mb);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, ml + (w - ml - mr) / 2.0, h - 10.0, esc(&self.x_label));
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            ml + (w - ml - mr) / 2.0,
+            h - 10.0,
+            esc(&self.x_label)
+        );
         let _ = writeln!(
             s,
             r#"<text transform="translate(16,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,

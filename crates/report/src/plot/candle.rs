@@ -51,7 +51,15 @@ pub struct CandleChart {
 impl CandleChart {
     /// An empty chart over `categories`.
     pub fn new(title: &str, y_label: &str, categories: Vec<String>) -> Self {
-        CandleChart { title: title.into(), y_label: y_label.into(), categories, series: Vec::new(), width: 640.0, height: 420.0, log_y: false }
+        CandleChart {
+            title: title.into(),
+            y_label: y_label.into(),
+            categories,
+            series: Vec::new(),
+            width: 640.0,
+            height: 420.0,
+            log_y: false,
+        }
     }
 
     /// Adds a series (one entry per category; `None` leaves a gap).
@@ -93,7 +101,12 @@ impl CandleChart {
         let mut s = String::new();
         svg_open(&mut s, w, h, "DejaVu Sans, Helvetica, Arial, sans-serif", 12, &self.title, 20.0, 14);
         y_grid(&mut s, &ticks, py, ml, w - mr);
-        let _ = writeln!(s, r##"<rect x="{ml}" y="{mt}" width="{:.1}" height="{:.1}" fill="none" stroke="#333"/>"##, w - ml - mr, h - mt - mb);
+        let _ = writeln!(
+            s,
+            r##"<rect x="{ml}" y="{mt}" width="{:.1}" height="{:.1}" fill="none" stroke="#333"/>"##,
+            w - ml - mr,
+            h - mt - mb
+        );
         let _ = writeln!(
             s,
             r#"<text transform="translate(16,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
@@ -120,10 +133,21 @@ impl CandleChart {
                     c.min,
                     c.max
                 );
-                let _ = writeln!(s, r#"<line x1="{x:.1}" y1="{ymax:.1}" x2="{x:.1}" y2="{ytop:.1}" stroke="{col}" stroke-width="1.5"/>"#);
-                let _ = writeln!(s, r#"<line x1="{x:.1}" y1="{ymed:.1}" x2="{x:.1}" y2="{ymin:.1}" stroke="{col}" stroke-width="1.5"/>"#);
+                let _ = writeln!(
+                    s,
+                    r#"<line x1="{x:.1}" y1="{ymax:.1}" x2="{x:.1}" y2="{ytop:.1}" stroke="{col}" stroke-width="1.5"/>"#
+                );
+                let _ = writeln!(
+                    s,
+                    r#"<line x1="{x:.1}" y1="{ymed:.1}" x2="{x:.1}" y2="{ymin:.1}" stroke="{col}" stroke-width="1.5"/>"#
+                );
                 for y in [ymin, ymax] {
-                    let _ = writeln!(s, r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{col}" stroke-width="1.5"/>"#, x - bw / 4.0, x + bw / 4.0);
+                    let _ = writeln!(
+                        s,
+                        r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{col}" stroke-width="1.5"/>"#,
+                        x - bw / 4.0,
+                        x + bw / 4.0
+                    );
                 }
                 let _ = writeln!(
                     s,
@@ -132,7 +156,12 @@ impl CandleChart {
                     ytop,
                     (ymed - ytop).max(1.0)
                 );
-                let _ = writeln!(s, r#"<line x1="{:.1}" y1="{ymed:.1}" x2="{:.1}" y2="{ymed:.1}" stroke="{col}" stroke-width="3"/>"#, x - bw / 2.0, x + bw / 2.0);
+                let _ = writeln!(
+                    s,
+                    r#"<line x1="{:.1}" y1="{ymed:.1}" x2="{:.1}" y2="{ymed:.1}" stroke="{col}" stroke-width="3"/>"#,
+                    x - bw / 2.0,
+                    x + bw / 2.0
+                );
                 s.push_str("</g>\n");
             }
             let lx = ml + 4.0 + si as f64 * 200.0;
@@ -167,7 +196,13 @@ mod tests {
         let mut c = CandleChart::new("TCP echo <4K>", "Latency in us", vec!["naive".into(), "splice".into()]);
         c.log_y = log;
         c.add("normal run", vec![Some(Candle { med: 220.0, dev: 619.0, min: 157.0, max: 8637.0 }), None]);
-        c.add("with BUSYPOLL", vec![Some(Candle { med: 175.0, dev: 707.0, min: 152.0, max: 8729.0 }), Some(Candle { med: 257.0, dev: 882.0, min: 204.0, max: 8871.0 })]);
+        c.add(
+            "with BUSYPOLL",
+            vec![
+                Some(Candle { med: 175.0, dev: 707.0, min: 152.0, max: 8729.0 }),
+                Some(Candle { med: 257.0, dev: 882.0, min: 204.0, max: 8871.0 }),
+            ],
+        );
         c
     }
 

@@ -42,7 +42,11 @@ pub fn paper_figures(levels: &[PaperLevel]) -> Vec<(PaperFigure, LineChart)> {
     let mut out = Vec::new();
     for r in levels {
         let t = fmt_tick(r.traffic_pct);
-        let mut c = LineChart::new(&format!("Message Length vs Latency for {t}% Traffic"), "message length (packets)", "mean latency (time units)");
+        let mut c = LineChart::new(
+            &format!("Message Length vs Latency for {t}% Traffic"),
+            "message length (packets)",
+            "mean latency (time units)",
+        );
         for s in &r.strategies {
             c.add(&s.label, s.by_len.clone());
         }
@@ -106,7 +110,11 @@ pub fn predict_chart(runs: &[PredictSeries]) -> LineChart {
 /// message), `windows` (mid time ms, per-flow Gbps).
 pub fn share_chart(window_ms: f64, label: &str, flows: &[(String, u64)], windows: &[(f64, Vec<f64>)]) -> LineChart {
     let label = if label.is_empty() { String::new() } else { format!(" [{label}]") };
-    let mut chart = LineChart::new(&format!("Two-flow throughput, {} ms windows{label}", fmt_tick(window_ms)), "time (ms)", "throughput (Gbps)");
+    let mut chart = LineChart::new(
+        &format!("Two-flow throughput, {} ms windows{label}", fmt_tick(window_ms)),
+        "time (ms)",
+        "throughput (Gbps)",
+    );
     chart.y_scale = Scale::Linear;
     for (i, (name, bytes)) in flows.iter().enumerate() {
         let pts = windows.iter().filter_map(|(t, v)| Some((*t, *v.get(i)?))).collect();
@@ -193,7 +201,11 @@ mod tests {
     use super::*;
 
     fn level(t: f64, scale: f64) -> PaperLevel {
-        let st = |label: &str, k: f64| PaperStrategy { label: label.into(), by_len: vec![(1.0, k * scale), (20.0, 3.0 * k * scale)], overall_mean_tu: 2.0 * k * scale };
+        let st = |label: &str, k: f64| PaperStrategy {
+            label: label.into(),
+            by_len: vec![(1.0, k * scale), (20.0, 3.0 * k * scale)],
+            overall_mean_tu: 2.0 * k * scale,
+        };
         PaperLevel { traffic_pct: t, strategies: vec![st("FIFO", 4.0), st("SF", 1.0)] }
     }
 
@@ -202,7 +214,15 @@ mod tests {
         assert_eq!(paper_figures(&[level(50.0, 1.0)]).len(), 1, "one level: Figure 1 only");
         let f = paper_figures(&[level(95.0, 10.0), level(50.0, 1.0)]);
         let ids: Vec<_> = f.iter().map(|x| x.0.clone()).collect();
-        assert_eq!(ids, vec![PaperFigure::LengthVsLatency(95.0), PaperFigure::LengthVsLatency(50.0), PaperFigure::TrafficVsLatency, PaperFigure::TrafficVsRelative]);
+        assert_eq!(
+            ids,
+            vec![
+                PaperFigure::LengthVsLatency(95.0),
+                PaperFigure::LengthVsLatency(50.0),
+                PaperFigure::TrafficVsLatency,
+                PaperFigure::TrafficVsRelative
+            ]
+        );
         // Figure 4: FIFO / SF = 4 at both levels, sorted by traffic.
         let rel = &f[3].1;
         assert_eq!(rel.series[0].points, vec![(50.0, 4.0), (95.0, 4.0)]);
@@ -211,7 +231,8 @@ mod tests {
 
     #[test]
     fn cdf_points_are_monotone_and_merge_ties() {
-        let s = Summary { count: 3, min: 1.0, mean: 2.0, stddev: 1.0, p50: 2.0, p90: 3.0, p99: 3.0, p999: 3.0, p9999: 3.0, max: 3.0 };
+        let s =
+            Summary { count: 3, min: 1.0, mean: 2.0, stddev: 1.0, p50: 2.0, p90: 3.0, p99: 3.0, p999: 3.0, p9999: 3.0, max: 3.0 };
         assert_eq!(summary_points(&s), vec![(1.0, 0.0), (2.0, 0.5), (3.0, 1.0)]);
         assert!(summary_points(&Summary { count: 0, ..s }).is_empty());
         let c = summary_cdf("d", "delay (us)", &[("x".into(), s)]);

@@ -14,8 +14,8 @@ pub mod figures;
 
 /// Colours used for series in order (colour-blind-friendly palette, then repeats).
 pub const PALETTE: [&str; 13] = [
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442", "#7F3C8D",
-    "#8C564B", "#3969AC", "#E73F74", "#80BA5A",
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442", "#7F3C8D", "#8C564B", "#3969AC",
+    "#E73F74", "#80BA5A",
 ];
 
 /// Escapes text for SVG.
@@ -65,7 +65,8 @@ pub fn svg_open(s: &mut String, w: f64, h: f64, font: &str, font_size: u32, titl
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{font}" font-size="{font_size}">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{}" y="{title_y}" text-anchor="middle" font-size="{title_size}">{}</text>"#, w / 2.0, esc(title));
+    let _ =
+        writeln!(s, r#"<text x="{}" y="{title_y}" text-anchor="middle" font-size="{title_size}">{}</text>"#, w / 2.0, esc(title));
 }
 
 /// Horizontal grid lines with their labels at the left margin, one per tick.
@@ -267,7 +268,11 @@ impl LineChart {
             esc(&format!("{}{}", self.y_label, log_note(ya.log)))
         );
         if let Some(y) = self.reference_y.and_then(py) {
-            let _ = writeln!(s, r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#888" stroke-dasharray="4 3"/>"##, w - mr);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#888" stroke-dasharray="4 3"/>"##,
+                w - mr
+            );
         }
         for (i, ser) in self.series.iter().enumerate() {
             let col = PALETTE[i % PALETTE.len()];

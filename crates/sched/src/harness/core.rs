@@ -19,8 +19,17 @@ pub enum TraceEvent {
     /// decides that overdue release with this message present). A simulator replaying the
     /// enqueues at these times with a deterministic service of `bytes × 8 / link rate` makes the
     /// same decisions.
-    Enqueue { client: u32, pos: u64, packets: u32, bytes: u32, vt_ns: u64 },
-    Release { client: u32, pos: u64 },
+    Enqueue {
+        client: u32,
+        pos: u64,
+        packets: u32,
+        bytes: u32,
+        vt_ns: u64,
+    },
+    Release {
+        client: u32,
+        pos: u64,
+    },
 }
 
 /// The scheduler's counters (the original's `check_idle`, `stat_early`, `sch_fetch`, `sch_pub`).

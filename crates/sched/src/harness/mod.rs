@@ -125,12 +125,7 @@ impl Config {
 /// Where client `i` of `threads` is pinned: `--client-cpus` spread round robin; otherwise, when
 /// the scheduler is pinned to CPU `a`, the allowed CPUs other than `a` round robin (all on `a`'s
 /// neighbours, never on `a` while another CPU is allowed); otherwise not pinned.
-pub fn client_placement(
-    i: usize,
-    client_cpus: Option<&[usize]>,
-    sched_cpu: Option<usize>,
-    allowed: &[usize],
-) -> Option<usize> {
+pub fn client_placement(i: usize, client_cpus: Option<&[usize]>, sched_cpu: Option<usize>, allowed: &[usize]) -> Option<usize> {
     match (client_cpus, sched_cpu) {
         (Some(list), _) if !list.is_empty() => Some(list[i % list.len()]),
         (_, Some(a)) => {
@@ -144,4 +139,3 @@ pub fn client_placement(
         _ => None,
     }
 }
-

@@ -55,4 +55,3 @@ pub struct Item {
     pub client: u32,
     pub pos: u64,
 }
-

@@ -34,7 +34,6 @@ pub struct DistCost {
     pub notify_total_s: f64,
 }
 
-
 /// One timestamp record (the six fields of the timestamp files).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TsRecord {
@@ -104,4 +103,3 @@ pub struct RunResult {
     pub dist: DistCost,
     pub trace: Option<Vec<TraceEvent>>,
 }
-

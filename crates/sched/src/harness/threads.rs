@@ -23,7 +23,6 @@ pub const IDLE_BEFORE_SLEEP: Nanos = Nanos(30_000);
 /// since it went to sleep (counting only passes that moved packets).
 pub const CLIENT_SCHED_BUDGET: Nanos = Nanos(50_000);
 
-
 const RUN: u8 = 0;
 const STOP: u8 = 1;
 const FINAL: u8 = 2;
@@ -168,9 +167,13 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     anyhow::ensure!(cfg.queue >= 1, "the queue size (-q) must be at least 1");
     anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
     if cfg.alg.message_level() {
-        if let Some((i, s)) = cfg.traffic.programs.iter().enumerate().find_map(|(i, p)| {
-            p.iter().find(|s| s.burst as usize > cfg.queue).map(|s| (i, s))
-        }) {
+        if let Some((i, s)) = cfg
+            .traffic
+            .programs
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| p.iter().find(|s| s.burst as usize > cfg.queue).map(|s| (i, s)))
+        {
             anyhow::bail!(
                 "thread {i} sends bursts of {} packets but the queue (-q) holds {}: with -alg {} a burst is one \
                  message and must fit in the queue; raise -q",
@@ -235,9 +238,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     let sched_handle = {
         let shared = shared.clone();
         let (cpu, poll, distributed) = (cfg.sched_cpu, cfg.sched_poll.0, cfg.distributed);
-        std::thread::Builder::new()
-            .name("sched".into())
-            .spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
+        std::thread::Builder::new().name("sched".into()).spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
     };
     let allowed = schedlab_report::machine::online_cpus();
     let mut client_handles = Vec::new();
@@ -257,9 +258,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
             seed: cfg.seed,
             messages: cfg.messages,
         };
-        let spawned = std::thread::Builder::new()
-            .name(format!("client{i}"))
-            .spawn(move || client_thread(&for_client, prod, ctx));
+        let spawned = std::thread::Builder::new().name(format!("client{i}")).spawn(move || client_thread(&for_client, prod, ctx));
         match spawned {
             Ok(h) => client_handles.push(h),
             Err(e) => {
@@ -357,12 +356,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     })
 }
 
-fn scheduler_thread(
-    shared: &Shared,
-    cpu: Option<usize>,
-    poll: u64,
-    distributed: bool,
-) -> (Option<ThreadInfo>, Option<String>) {
+fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed: bool) -> (Option<ThreadInfo>, Option<String>) {
     let pin_error = cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin the scheduler to CPU {c}: {e}")));
     let mut info = None;
     let mut guard = Some(shared.role.enter());
@@ -525,9 +519,7 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
     let t1 = now_ns();
     let spent = t1 - t0;
     let total = shared.client_sched_ns.fetch_add(spent, Ordering::Relaxed) + spent;
-    if total >= CLIENT_SCHED_BUDGET.0
-        && shared.sleeping.load(Ordering::Relaxed)
-        && !shared.wake_sent.swap(true, Ordering::SeqCst)
+    if total >= CLIENT_SCHED_BUDGET.0 && shared.sleeping.load(Ordering::Relaxed) && !shared.wake_sent.swap(true, Ordering::SeqCst)
     {
         if let Some(n) = &shared.notifier {
             let _ = n.notify();
@@ -539,7 +531,8 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
 }
 
 fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
-    let pin_error = ctx.cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin client {} to CPU {c}: {e}", ctx.index)));
+    let pin_error =
+        ctx.cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin client {} to CPU {c}: {e}", ctx.index)));
     // Preallocate (and touch) the timestamp records so the hot path never faults a page in.
     let expect: u64 = ctx
         .program
@@ -696,4 +689,3 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         ts_life_sum_ns: st.ts_life_sum,
     }
 }
-

@@ -28,9 +28,7 @@ impl Warmup {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" | "mser" => Ok(Warmup::Auto),
             "none" | "0" => Ok(Warmup::None),
-            _ => crate::cli::parse_count(s)
-                .map(Warmup::Packets)
-                .map_err(|e| format!("{e}; or 'auto' (MSER on the batch means)")),
+            _ => crate::cli::parse_count(s).map(Warmup::Packets).map_err(|e| format!("{e}; or 'auto' (MSER on the batch means)")),
         }
     }
 }
@@ -270,9 +268,7 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
                     let v = reps
                         .iter()
                         .zip(&ds)
-                        .map(|(r, &d)| {
-                            lag1_autocorrelation(&finite(r.strategies[i].overall.batch_means.get(d..).unwrap_or(&[])))
-                        })
+                        .map(|(r, &d)| lag1_autocorrelation(&finite(r.strategies[i].overall.batch_means.get(d..).unwrap_or(&[]))))
                         .collect();
                     (reps[0].strategies[i].label.clone(), v)
                 })

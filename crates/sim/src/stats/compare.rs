@@ -59,14 +59,8 @@ pub fn compare(reps: &[RunResult], ds: &[usize], base: &Strategy) -> Option<Comp
                 .zip(ds)
                 .map(|(r, &d)| {
                     let (x, y) = (lat_for(r, i, len)?, lat_for(r, b, len)?);
-                    let diffs: Vec<f64> = x
-                        .batch_means
-                        .iter()
-                        .zip(&y.batch_means)
-                        .skip(d)
-                        .map(|(p, q)| p - q)
-                        .filter(|v| v.is_finite())
-                        .collect();
+                    let diffs: Vec<f64> =
+                        x.batch_means.iter().zip(&y.batch_means).skip(d).map(|(p, q)| p - q).filter(|v| v.is_finite()).collect();
                     let sx = estimate(&x.batch_means, d, (x.mean_tu, f64::NAN)).0;
                     let sy = estimate(&y.batch_means, d, (y.mean_tu, f64::NAN)).0;
                     Some((sx - sy, half_width(&diffs)))
@@ -79,7 +73,11 @@ pub fn compare(reps: &[RunResult], ds: &[usize], base: &Strategy) -> Option<Comp
                 (mean(&v), half_width(&v))
             };
             let base_mean = mean(&finite(
-                &reps.iter().zip(ds).filter_map(|(r, &d)| lat_for(r, b, len).map(|y| estimate(&y.batch_means, d, (y.mean_tu, f64::NAN)).0)).collect::<Vec<_>>(),
+                &reps
+                    .iter()
+                    .zip(ds)
+                    .filter_map(|(r, &d)| lat_for(r, b, len).map(|y| estimate(&y.batch_means, d, (y.mean_tu, f64::NAN)).0))
+                    .collect::<Vec<_>>(),
             ));
             rows.push(DiffRow {
                 strategy: st.label.clone(),
