@@ -244,7 +244,8 @@ impl PolicySpec {
         for (v, what) in [(low, "LOW"), (high, "HIGH")] {
             // HIGH = inf: no upper limit (α is then capped at ALPHA_MAX, as every α is).
             let inf_high = what == "HIGH" && v == f64::INFINITY;
-            if !inf_high && !(v.is_finite() && (0.0..=ALPHA_MAX).contains(&v)) {
+            let in_range = v.is_finite() && (0.0..=ALPHA_MAX).contains(&v);
+            if !(inf_high || in_range) {
                 return Err(bad(format!("{what} {v} must be in [0, {ALPHA_MAX}] (HIGH may also be inf)")));
             }
         }

@@ -178,7 +178,8 @@ pub fn analyse(a: &FlowInput, b: &FlowInput, window_us: f64) -> Result<ShareRepo
     // would otherwise overflow the count or allocate without bound.
     let span = ends[0].max(ends[1]);
     let windows_f = (span / window_us).floor() + 1.0;
-    if !(windows_f <= MAX_WINDOWS as f64) {
+    let bounded = windows_f <= MAX_WINDOWS as f64; // false for NaN too
+    if !bounded {
         return Err(ShareError::TooManyWindows { window_us, span_us: span });
     }
     let n = (windows_f as usize).max(1);

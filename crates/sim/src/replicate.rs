@@ -95,7 +95,7 @@ pub fn merge(reps: &[RunResult]) -> RunResult {
 fn merge_class_len(all: &[&StrategyResult]) -> Vec<ClassLen> {
     let mut keys: Vec<(u32, u32, f64)> =
         all.iter().flat_map(|s| s.by_class_len.iter().map(|c| (c.class, c.len, c.alpha))).collect();
-    keys.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    keys.sort_by_key(|a| (a.0, a.1));
     keys.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
     keys.into_iter()
         .map(|(class, len, alpha)| {

@@ -226,11 +226,14 @@ pub fn unsupported(input: &Input, why: &str) -> Section {
 
 // ----- sim and sweep: the report's Figures 1-4 and tables -----
 
-/// One level's strategies as (label, [(len, mean, ci95, p99, msgs)], overall (mean, ci, p99, max, msgs), qlen).
+/// One strategy's row of a level: (label, [(len, mean latency)], overall (mean, ci, p99, max, msgs)).
+type StrategyRow = (String, Vec<(f64, f64)>, [f64; 5]);
+
+/// One level's strategies, queue length and packet count.
 struct LevelRows {
     traffic: f64,
     caption_extra: String,
-    strategies: Vec<(String, Vec<(f64, f64)>, [f64; 5])>,
+    strategies: Vec<StrategyRow>,
     qlen: f64,
     packets: f64,
 }
@@ -436,7 +439,7 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
         if !variants.contains(&var) {
             variants.push(var.clone());
         }
-        let mut strategies: Vec<(String, Vec<(f64, f64)>, [f64; 5])> = Vec::new();
+        let mut strategies: Vec<StrategyRow> = Vec::new();
         for r in rows {
             let label = get(r, "strategy");
             let len = getf(r, "len_pkts");

@@ -173,7 +173,9 @@ fn combine(len: u32, per: Vec<Option<(f64, f64)>>) -> Cell {
 
 fn set_theory(c: &mut Cell, value: f64) {
     c.analytic = Some(value);
-    c.flagged = Some(!((c.mean - value).abs() <= c.ci95));
+    // NaN (no half-width) counts as flagged.
+    let within = (c.mean - value).abs() <= c.ci95;
+    c.flagged = Some(!within);
 }
 
 /// Lengths seen by any replication, increasing.
@@ -402,8 +404,7 @@ impl LevelStats {
         if let (false, Some(th)) = (brief, &self.theory) {
             let _ = writeln!(
                 s,
-                "\nQueueing theory beside the model ({}, ρ = {}; qlen holds for every strategy): simulated ± 95% half-width, * = differs from theory by more than its half-width, traffic {t}%:",
-                "M^X/G/1",
+                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy): simulated ± 95% half-width, * = differs from theory by more than its half-width, traffic {t}%:",
                 fmt_g(th.rho)
             );
             let _ = writeln!(s, "{}", self.header(""));
