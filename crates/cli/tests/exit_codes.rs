@@ -51,7 +51,7 @@ fn usage_errors_exit_2_and_errors_exit_1() {
     }
     let errors: &[&[&str]] = &[
         &["sched", "-f", "no-such-file.txt", "-d", "0.1"],
-        &["predict", "-f", "no-such-file.txt"],
+        &["predict", "-b", "1G", "-f", "no-such-file.txt"],
         &["sweep", "bad.toml", "--out", "o.parquet"],
         &["echo", "-m", "naive", "203.0.113.1:1"],
         &["hist"],
