@@ -20,7 +20,7 @@ import ray
 import schedlab
 
 RAY = str(Path(sys.executable).with_name("ray"))
-COMMON = ["--num-cpus", "1", "--object-store-memory", str(80 * 1024 * 1024), "--disable-usage-stats"]
+COMMON = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--object-store-memory", str(80 * 1024 * 1024), "--disable-usage-stats"]
 
 
 def timed(f) -> float:
