@@ -245,27 +245,7 @@ fn read_csv(path: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Splits one CSV line (fields quoted with `"` when they contain commas or quotes).
-pub fn split_csv(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', true) => quoted = false,
-            ('"', false) if cur.is_empty() => quoted = true,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
+pub use schedlab_report::export::split_csv;
 
 fn read_parquet(path: &Path) -> Result<Vec<Row>> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;

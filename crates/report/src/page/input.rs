@@ -74,27 +74,7 @@ pub struct Input {
     pub kind: Result<Kind, String>,
 }
 
-/// Splits one CSV line (fields quoted with `"` when they contain commas or quotes).
-pub fn split_csv(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', true) => quoted = false,
-            ('"', false) if cur.is_empty() => quoted = true,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
+use crate::export::split_csv;
 
 fn parse_csv(path: &Path, text: &str) -> Result<Table> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
