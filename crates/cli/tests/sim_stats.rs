@@ -271,3 +271,19 @@ fn brief_with_one_replication_is_the_raw_table_only() {
     assert!(lines[0].starts_with("# schedlab sim: seed 1, 50,000 arrival packets per level;"));
     assert!(lines[2].starts_with("Traffic = 50%; packets = "));
 }
+
+/// `--json -`: stdout is the JSON document alone (the tables go to stderr), and the document
+/// records the command line it came from.
+#[test]
+fn json_to_stdout_is_only_json_and_records_the_command_line() {
+    let out = schedlab()
+        .args(["sim", "-t", "50", "-a", "FIFO", "--packets", "50k", "--quiet", "--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    let argv: Vec<&str> = doc["argv"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(&argv[1..], ["sim", "-t", "50", "-a", "FIFO", "--packets", "50k", "--quiet", "--json", "-"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Traffic = 50%"), "the tables went to stderr");
+}

@@ -573,7 +573,13 @@ fn sim_main(p: SimPlan) -> Result<i32> {
             out.push_str(&classic_lines(r));
         }
     }
-    print!("{out}");
+    // `--json -` / `--csv -`: stdout carries only the export; the tables go to stderr.
+    let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    if dash(&a.json) || dash(&a.csv) {
+        eprint!("{out}");
+    } else {
+        print!("{out}");
+    }
     let warnings: Vec<String> = stats.iter().flat_map(|s| s.warnings.iter().cloned()).collect();
     for w in &warnings {
         eprintln!("schedlab sim: warning: {w}");
@@ -587,6 +593,7 @@ fn sim_main(p: SimPlan) -> Result<i32> {
     if let Some(p) = &a.json {
         let mut doc = serde_json::json!({
             "command": "sim",
+            "argv": std::env::args().collect::<Vec<_>>(),
             "seed": a.seed,
             "time_unit": "mean packet service time (tu)",
             "service": levels[0].service,
