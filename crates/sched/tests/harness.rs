@@ -9,7 +9,7 @@ use schedlab_policy::{Alpha, AlphaSched, FlowWeight, Policy};
 use schedlab_prims::chan::Mechanism;
 use schedlab_prims::locks::LockKind;
 use schedlab_sched::harness::{client_placement, run, Alg, Config, Item, RunResult, TraceEvent};
-use schedlab_sched::traffic::{Spec, Traffic};
+use schedlab_sched::traffic::Spec;
 use schedlab_sched::units::{Bps, Nanos};
 
 /// The runs spin on every core: run them one at a time so they do not starve each other.
@@ -23,31 +23,8 @@ fn spec(ms: u64, rate: u64, len: u32, burst: u32) -> Spec {
 }
 
 fn config(programs: Vec<Vec<Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
-    let threads = programs.len();
-    Config {
-        threads,
-        traffic: Traffic { programs, warnings: vec![] },
-        queue: 64,
-        bandwidth: None,
-        sched_poll: Nanos(0),
-        client_poll: Nanos(0),
-        sched_cpu: None,
-        client_cpus: None,
-        active: threads,
-        batch: 500,
-        distributed: false,
-        lock: LockKind::Sem,
-        notify: Mechanism::Eventfd,
-        duration_cap: None,
-        alg,
-        flows,
-        qmax: u64::MAX,
-        qmin: 0,
-        ts_limit: 1 << 20,
-        trace: false,
-        seed: 1,
-        messages: false,
-    }
+    // Config::new's defaults, with small rings and every packet's timestamps kept.
+    Config { queue: 64, ts_limit: 1 << 20, ..Config::new(programs, alg, flows) }
 }
 
 /// Every client's books balance, and the client's and the scheduler's independent counters agree.
