@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `schedlab trylock` side by side with a plain C loop doing the same operations
-# (scripts/ref/trylock_ref.c, built here with cc -O2), paired and alternating:
+# (scripts/ref/trylock_ref.c, built here with cc -O2 -fno-plt -falign-loops=64: its header says why), paired and alternating:
 #   test A  `trylock -n 1 -t 20` and `-n 2 -t 20`: ns per busy sem_trywait. Judged on the thread
 #           CPU time per try (CLOCK_THREAD_CPUTIME_ID), which preemption by other processes does
 #           not inflate; the wall-clock figure (the seed's ops/s) is shown too.
@@ -38,7 +38,7 @@ command -v "$CC" >/dev/null || { echo "error: a C compiler ($CC) is needed for t
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$CC" -O2 -pthread -o "$work/trylock_ref" "$root/scripts/ref/trylock_ref.c"
+"$CC" -O2 -fno-plt -falign-loops=64 -pthread -o "$work/trylock_ref" "$root/scripts/ref/trylock_ref.c"
 REF="$work/trylock_ref"
 
 echo "# trylock vs plain C: $(date -u +%FT%TZ), $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
