@@ -315,7 +315,8 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
     if let Some(p) = &a.common.json {
         check_writable(p, "--json")?;
     }
-    place::install_ctrlc();
+    // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
+    schedlab_report::frontend::interrupt();
     let clock = ClockInfo::measure();
     print_context(o, &clock);
     let what = match test {
@@ -530,7 +531,8 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         allow_degraded: a.common.allow_degraded,
         duration_ns: a.duration,
     };
-    place::install_ctrlc();
+    // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
+    schedlab_report::frontend::interrupt();
     let clock = ClockInfo::measure();
     print_context(o, &clock);
     let place_s = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
@@ -771,7 +773,8 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
             check_writable(p, what)?;
         }
     }
-    place::install_ctrlc();
+    // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
+    schedlab_report::frontend::interrupt();
     let clock = ClockInfo::measure();
     // Schedlab's own lines start with '#' and come before and after the seed's block, which is
     // printed as the original did, so scripts that parse it keep working.

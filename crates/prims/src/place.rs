@@ -137,17 +137,12 @@ pub fn munlockall(r: &MlockResult) {
     }
 }
 
-/// True once SIGINT or SIGTERM arrived (after [`install_ctrlc`]): loops stop early and partial
-/// results are reported.
+/// True once SIGINT or SIGTERM arrived (the front-end kit's handler, installed by the commands
+/// through `schedlab_report::frontend::interrupt()`): loops stop early and partial results are
+/// reported.
 #[inline]
 pub fn stop_requested() -> bool {
     schedlab_report::frontend::interrupt().requested()
-}
-
-/// Makes SIGINT/SIGTERM stop the measurement loops instead of killing the process (idempotent;
-/// the front-end kit's one handler per process).
-pub fn install_ctrlc() {
-    let _ = schedlab_report::frontend::interrupt();
 }
 
 /// Start line shared by the measuring threads and the thread that launched them: every worker
