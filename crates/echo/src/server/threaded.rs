@@ -111,7 +111,7 @@ fn serve_conn(sh: Arc<Shared>, id: u64, stream: Arc<TcpStream>, peer: SocketAddr
 
 /// Blocking `recv` up to 128 KiB, then `send` all of it.
 fn naive(mut s: &TcpStream, bytes: &mut u64) -> io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = sys::AlignedBuf::zeroed(CHUNK);
     loop {
         let n = match s.read(&mut buf) {
             Ok(0) => return Ok(()),
@@ -129,7 +129,7 @@ fn iosubmit(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
     const WRITE: u64 = 1;
     const READ: u64 = 2;
     let ctx = AioContext::new(4)?;
-    let mut bufs = [vec![0u8; CHUNK], vec![0u8; CHUNK]];
+    let mut bufs = [sys::AlignedBuf::zeroed(CHUNK), sys::AlignedBuf::zeroed(CHUNK)];
     let mut ev = [IoEvent::default(); 2];
     let mut cur = 0usize;
     // The first read goes alone.

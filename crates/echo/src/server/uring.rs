@@ -43,7 +43,7 @@ struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
     id: u64,
-    buf: Vec<u8>,
+    buf: sys::AlignedBuf,
     len: usize,
     sent: usize,
     bytes: u64,
@@ -120,8 +120,17 @@ impl Loop {
                             let busy = sh.prepare(fd);
                             let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                             let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-                            let conn =
-                                Conn { stream, peer, id, buf: vec![0u8; CHUNK], len: 0, sent: 0, bytes: 0, busy, shut: false };
+                            let conn = Conn {
+                                stream,
+                                peer,
+                                id,
+                                buf: sys::AlignedBuf::zeroed(CHUNK),
+                                len: 0,
+                                sent: 0,
+                                bytes: 0,
+                                busy,
+                                shut: false,
+                            };
                             let s = match free.pop() {
                                 Some(s) => {
                                     conns[s] = Some(conn);
