@@ -154,7 +154,8 @@ mod tests {
             let f = schedlab_report::export::split_csv(&line);
             assert_eq!(f.len(), 5, "{line}");
             assert_eq!(f[0], name);
-            assert_eq!(f[1], " 3.00");
+            assert_eq!(f[1], format!(" {:.2}", s.p50));
+            assert_eq!(f[4], " 4.00");
         }
     }
 

@@ -44,6 +44,9 @@ struct Conn {
     peer: SocketAddr,
     id: u64,
     buf: sys::AlignedBuf,
+    /// Where the data of the current receive starts in `buf` (its stream position's offset
+    /// within a cache line, [`sys::line_offset`]).
+    off: usize,
     len: usize,
     sent: usize,
     bytes: u64,
@@ -124,7 +127,8 @@ impl Loop {
                                 stream,
                                 peer,
                                 id,
-                                buf: sys::AlignedBuf::zeroed(CHUNK),
+                                buf: sys::AlignedBuf::zeroed(CHUNK + sys::LINE),
+                                off: 0,
                                 len: 0,
                                 sent: 0,
                                 bytes: 0,
@@ -222,13 +226,16 @@ impl Loop {
 
     fn recv(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
-        let e = opcode::Recv::new(types::Fd(c.stream.as_raw_fd()), c.buf.as_mut_ptr(), c.buf.len() as u32).build();
+        // Everything received so far has been echoed: `bytes` is the stream position.
+        c.off = sys::line_offset(c.bytes);
+        let dst = &mut c.buf[c.off..c.off + CHUNK];
+        let e = opcode::Recv::new(types::Fd(c.stream.as_raw_fd()), dst.as_mut_ptr(), CHUNK as u32).build();
         self.push(e.user_data(ud(RECV, slot)));
     }
 
     fn send(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
-        let rest = &c.buf[c.sent..c.len];
+        let rest = &c.buf[c.off + c.sent..c.off + c.len];
         let e = opcode::Send::new(types::Fd(c.stream.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build();
