@@ -238,12 +238,13 @@ pub fn thread_count() -> io::Result<usize> {
 /// echo goes through.
 ///
 /// Why the alignment matters (measured, not assumed): the kernel copies socket data to and from
-/// user memory with `rep movsb` (`_copy_to_iter`), and on this machine's CPUs (AMD Zen 3, FSRM)
-/// that copy runs at about half speed when the destination sits 8 or 16 bytes past a 64-byte
-/// line while the source (the skb's page fragment) is line-aligned. A 128 KiB `Vec` comes from
-/// glibc's `mmap` path, 16 bytes into its page, so the echo of 1 MiB spent twice the kernel time
-/// in the receive copy (client 530-650 us against test-burst's 290-330 us, same server); page
-/// alignment removes that and makes the copies' speed independent of allocator history.
+/// user memory with `rep movsb` (`_copy_to_iter`), and on AMD Zen 3 (FSRM, the machine this was
+/// measured on) that copy runs at about half speed for some offsets of the destination against
+/// the source (the skb's page fragment) within a 64-byte line: a receive buffer 8 or 16 bytes
+/// into its page made a 1 MiB echo take 500-530 us, one at 0, 32, 48 or 64 bytes 290-330 us. A
+/// 128 KiB `Vec` comes from glibc's `mmap` path, 16 bytes into its page, so the client spent
+/// twice the kernel time in the receive copy (530-650 us against test-burst's 290-330 us, same
+/// server); page alignment removes that and makes the copies independent of allocator history.
 pub struct AlignedBuf {
     ptr: std::ptr::NonNull<u8>,
     len: usize,

@@ -148,7 +148,11 @@ fn iosubmit(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
     while n > 0 {
         let (a, b) = bufs.split_at_mut(1);
         let roff = sys::line_offset(pos);
-        let (wbuf, rbuf) = if cur == 0 { (&a[0][off..off + n], &mut b[0][roff..roff + CHUNK]) } else { (&b[0][off..off + n], &mut a[0][roff..roff + CHUNK]) };
+        let (wbuf, rbuf) = if cur == 0 {
+            (&a[0][off..off + n], &mut b[0][roff..roff + CHUNK])
+        } else {
+            (&b[0][off..off + n], &mut a[0][roff..roff + CHUNK])
+        };
         let mut iocbs = [AioContext::write_iocb(fd, wbuf, WRITE), AioContext::read_iocb(fd, rbuf, READ)];
         // SAFETY: both buffers outlive the call, which waits for both requests; they do not overlap.
         unsafe { ctx.submit_and_wait(&mut iocbs, &mut ev) }?;
