@@ -369,7 +369,7 @@ mod tests {
         assert_eq!(line_offset(0), 0);
         assert_eq!(line_offset(65483), 65483 % 64);
         assert_eq!(line_offset(64 * 1000 + 5), 5);
-        assert!((0..1000u64).all(|p| line_offset(p) < LINE && (p - line_offset(p) as u64) % LINE as u64 == 0));
+        assert!((0..1000u64).all(|p| line_offset(p) < LINE && (p - line_offset(p) as u64).is_multiple_of(LINE as u64)));
     }
 
     #[test]
