@@ -215,7 +215,7 @@ const IOVS: usize = 256;
 
 /// The receiving side of a round: a ring that is checked before it is overwritten.
 struct Rx {
-    ring: Vec<u8>,
+    ring: sys::AlignedBuf,
     /// Stream offset up to which the echo has been checked.
     checked: u64,
     /// Time spent checking, ns: all, and inside the timed span.
@@ -283,7 +283,7 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
     }
     let n = cfg.size.len();
     let pat = Pattern::new();
-    let mut rx = Rx { ring: vec![0u8; RING.min(n)], checked: 0, verify_ns: 0, verify_in_span_ns: 0 };
+    let mut rx = Rx { ring: sys::AlignedBuf::zeroed(RING.min(n)), checked: 0, verify_ns: 0, verify_in_span_ns: 0 };
     let mut rtt_ns = Vec::with_capacity(cfg.rounds.min(1 << 20) as usize);
     let mut interrupted = false;
     let mut bytes_verified = 0u64;

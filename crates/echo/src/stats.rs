@@ -60,9 +60,27 @@ pub fn percentile_line(s: &Summary) -> String {
     format!("p50:{:.2} p90:{:.2} p99:{:.2} p99.9:{:.2} p99.99:{:.2}", s.p50, s.p90, s.p99, s.p999, s.p9999)
 }
 
-/// The seed's CSV row `name, med, dev, min, max`.
+/// The seed's CSV row `name, med, dev, min, max` (no newline), written by the project's one CSV
+/// writer ([`schedlab_report::export::Csv`]) so that a name with a comma, quote or line break is
+/// quoted like everywhere else. The seed separates fields with `", "`: the numbers are cells
+/// with a leading space, which keeps the bytes of ordinary rows exactly the seed's.
 pub fn csv_row(name: &str, s: &Summary) -> String {
-    format!("{name}, {:.2}, {:.2}, {:.2}, {:.2}", s.p50, s.stddev, s.min, s.max)
+    let cells = [
+        name.to_string(),
+        format!(" {:.2}", s.p50),
+        format!(" {:.2}", s.stddev),
+        format!(" {:.2}", s.min),
+        format!(" {:.2}", s.max),
+    ];
+    let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+    // The seed's files have no header: the writer's first line is this row itself. Writing into
+    // a Vec cannot fail.
+    let bytes = schedlab_report::export::Csv::new(Vec::new(), &cells).and_then(|c| c.finish()).expect("writing CSV into memory");
+    let mut line = String::from_utf8(bytes).expect("the CSV writer writes the UTF-8 it is given");
+    if line.ends_with('\n') {
+        line.pop();
+    }
+    line
 }
 
 /// A log2 ASCII histogram: one line per power-of-two bucket from the smallest to the largest
@@ -119,7 +137,26 @@ mod tests {
         // awk '{print $6", "$10", "$2", "$8}' after tr := "  " — 1-based fields.
         assert_eq!((f[5], f[9], f[1], f[7]), ("3.00", &format!("{:.2}", s.stddev)[..], "1.00", "100.00"));
         assert_eq!(csv_row("naive", &s), format!("naive, 3.00, {:.2}, 1.00, 100.00", s.stddev));
+        // The same bytes as the seed's hand-written format for ordinary names.
+        for name in ["io_uring", "sockmap", "naive-busypoll"] {
+            let hand = format!("{name}, {:.2}, {:.2}, {:.2}, {:.2}", s.p50, s.stddev, s.min, s.max);
+            assert_eq!(csv_row(name, &s), hand);
+        }
         assert!(!percentile_line(&s).contains("max"));
+    }
+
+    #[test]
+    fn csv_row_quotes_like_the_project_writer_and_reads_back() {
+        let s = Summary::of_f64(&[2.0, 4.0]);
+        for name in ["a,b", "say \"hi\"", "x\ry", "two\nlines"] {
+            let line = csv_row(name, &s);
+            assert!(line.starts_with('"'), "{line}");
+            let f = schedlab_report::export::split_csv(&line);
+            assert_eq!(f.len(), 5, "{line}");
+            assert_eq!(f[0], name);
+            assert_eq!(f[1], format!(" {:.2}", s.p50));
+            assert_eq!(f[4], " 4.00");
+        }
     }
 
     #[test]

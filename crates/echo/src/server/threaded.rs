@@ -109,17 +109,21 @@ fn serve_conn(sh: Arc<Shared>, id: u64, stream: Arc<TcpStream>, peer: SocketAddr
     sh.finish(rep);
 }
 
-/// Blocking `recv` up to 128 KiB, then `send` all of it.
+/// Blocking `recv` up to 128 KiB, then `send` all of it. Each receive lands at the stream
+/// position's offset within a cache line ([`sys::line_offset`]).
 fn naive(mut s: &TcpStream, bytes: &mut u64) -> io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = sys::AlignedBuf::zeroed(CHUNK + sys::LINE);
+    let mut pos = 0u64;
     loop {
-        let n = match s.read(&mut buf) {
+        let off = sys::line_offset(pos);
+        let n = match s.read(&mut buf[off..off + CHUNK]) {
             Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        s.write_all(&buf[..n])?;
+        s.write_all(&buf[off..off + n])?;
+        pos += n as u64;
         *bytes += n as u64;
     }
 }
@@ -129,17 +133,26 @@ fn iosubmit(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
     const WRITE: u64 = 1;
     const READ: u64 = 2;
     let ctx = AioContext::new(4)?;
-    let mut bufs = [vec![0u8; CHUNK], vec![0u8; CHUNK]];
+    let mut bufs = [sys::AlignedBuf::zeroed(CHUNK + sys::LINE), sys::AlignedBuf::zeroed(CHUNK + sys::LINE)];
     let mut ev = [IoEvent::default(); 2];
     let mut cur = 0usize;
+    // Each read lands at its stream position's offset within a line (sys::line_offset); `off`
+    // is where the data of bufs[cur] starts, `pos` the stream position after it.
+    let mut off = 0usize;
     // The first read goes alone.
-    let mut iocbs = [AioContext::read_iocb(fd, &mut bufs[cur], READ)];
+    let mut iocbs = [AioContext::read_iocb(fd, &mut bufs[cur][..CHUNK], READ)];
     // SAFETY: bufs outlive the call, which waits for the request to complete.
     unsafe { ctx.submit_and_wait(&mut iocbs, &mut ev[..1]) }?;
     let mut n = result(ev[0].res)?;
+    let mut pos = n as u64;
     while n > 0 {
         let (a, b) = bufs.split_at_mut(1);
-        let (wbuf, rbuf) = if cur == 0 { (&a[0][..n], &mut b[0][..]) } else { (&b[0][..n], &mut a[0][..]) };
+        let roff = sys::line_offset(pos);
+        let (wbuf, rbuf) = if cur == 0 {
+            (&a[0][off..off + n], &mut b[0][roff..roff + CHUNK])
+        } else {
+            (&b[0][off..off + n], &mut a[0][roff..roff + CHUNK])
+        };
         let mut iocbs = [AioContext::write_iocb(fd, wbuf, WRITE), AioContext::read_iocb(fd, rbuf, READ)];
         // SAFETY: both buffers outlive the call, which waits for both requests; they do not overlap.
         unsafe { ctx.submit_and_wait(&mut iocbs, &mut ev) }?;
@@ -160,6 +173,8 @@ fn iosubmit(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
             }
         }
         n = next;
+        pos += next as u64;
+        off = roff;
         cur ^= 1;
     }
     Ok(())

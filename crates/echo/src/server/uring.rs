@@ -43,7 +43,10 @@ struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
     id: u64,
-    buf: Vec<u8>,
+    buf: sys::AlignedBuf,
+    /// Where the data of the current receive starts in `buf` (its stream position's offset
+    /// within a cache line, [`sys::line_offset`]).
+    off: usize,
     len: usize,
     sent: usize,
     bytes: u64,
@@ -120,8 +123,18 @@ impl Loop {
                             let busy = sh.prepare(fd);
                             let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                             let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-                            let conn =
-                                Conn { stream, peer, id, buf: vec![0u8; CHUNK], len: 0, sent: 0, bytes: 0, busy, shut: false };
+                            let conn = Conn {
+                                stream,
+                                peer,
+                                id,
+                                buf: sys::AlignedBuf::zeroed(CHUNK + sys::LINE),
+                                off: 0,
+                                len: 0,
+                                sent: 0,
+                                bytes: 0,
+                                busy,
+                                shut: false,
+                            };
                             let s = match free.pop() {
                                 Some(s) => {
                                     conns[s] = Some(conn);
@@ -213,13 +226,16 @@ impl Loop {
 
     fn recv(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
-        let e = opcode::Recv::new(types::Fd(c.stream.as_raw_fd()), c.buf.as_mut_ptr(), c.buf.len() as u32).build();
+        // Everything received so far has been echoed: `bytes` is the stream position.
+        c.off = sys::line_offset(c.bytes);
+        let dst = &mut c.buf[c.off..c.off + CHUNK];
+        let e = opcode::Recv::new(types::Fd(c.stream.as_raw_fd()), dst.as_mut_ptr(), CHUNK as u32).build();
         self.push(e.user_data(ud(RECV, slot)));
     }
 
     fn send(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
-        let rest = &c.buf[c.sent..c.len];
+        let rest = &c.buf[c.off + c.sent..c.off + c.len];
         let e = opcode::Send::new(types::Fd(c.stream.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build();
