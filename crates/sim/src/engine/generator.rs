@@ -362,7 +362,10 @@ impl<'a> Generator<'a> {
         debug_assert!(self.apps == 1 && self.class_cum.is_empty());
         let zig = self.zig;
         let mut t_arr = next;
+        // The random streams live in locals (registers) for the whole chunk.
         let mut service = self.rng.service.clone();
+        let mut arrival = self.rng.arrival.clone();
+        let mut length = self.rng.length.clone();
         // The step of the last arrival, when it found the queue empty.
         let mut lone: Option<usize> = None;
         while !self.finished {
@@ -373,13 +376,14 @@ impl<'a> Generator<'a> {
                 let mut sent = self.packets_out;
                 let backlog_end = self.packets_in;
                 let mut next_obs = self.next_sample.min(self.next_check);
+                let mut now = self.now;
                 while t < t_arr {
                     if t >= next_obs {
                         self.packets_out = sent;
                         self.observe(t, out);
                         next_obs = self.next_sample.min(self.next_check);
                     }
-                    self.now = t;
+                    now = t;
                     if sent == backlog_end {
                         self.busy = false;
                         break;
@@ -388,6 +392,7 @@ impl<'a> Generator<'a> {
                     out.take(t);
                     t += 0.5 + 0.5 * zig.sample(&mut service);
                 }
+                self.now = now;
                 self.packets_out = sent;
                 self.service_end = t;
                 if let Some(i) = lone.take() {
@@ -404,9 +409,9 @@ impl<'a> Generator<'a> {
                 self.observe(t, out);
             }
             self.now = t;
-            let u: f64 = self.rng.length.random();
+            let u: f64 = length.random();
             let len = self.cfg.dist.sample(u);
-            t_arr = t + mean_gap * zig.sample(&mut self.rng.arrival);
+            t_arr = t + mean_gap * zig.sample(&mut arrival);
             let seq = self.seq_per_app[0];
             self.seq_per_app[0] = seq.wrapping_add(1);
             if self.packets_in == self.packets_out {
@@ -427,6 +432,8 @@ impl<'a> Generator<'a> {
             self.poll(ctl);
         }
         self.rng.service = service;
+        self.rng.arrival = arrival;
+        self.rng.length = length;
         self.src = Source::Poisson { mean_gap, next: t_arr };
         self.t_arr = t_arr;
     }
