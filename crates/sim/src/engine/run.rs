@@ -156,13 +156,24 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow_fast: bool, thre
     if !gen.finished {
         let cost: Vec<u64> = lane_ns.iter_mut().map(|v| median_u64(v)).collect();
         let groups = split_lanes(&cost, median_u64(&mut gen_ns), threads);
-        replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast);
+        // A trial in parallel, timing everything again: generating a chunk costs more once other
+        // cores read the chunks (the writes then fetch the lines back), and the queues are past
+        // their start. The lanes are split again on those costs for the rest of the run.
+        if let Some((gen_cost, cost)) = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, Some(TRIAL_CHUNKS)) {
+            if !gen.finished {
+                let groups = split_lanes(&cost, gen_cost, threads);
+                replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, None);
+            }
+        }
     }
     finish(cfg, ctl, &gen, &lanes)
 }
 
 /// Chunks replayed on the generating thread alone to measure each lane's cost.
 const CALIBRATION_CHUNKS: usize = 16;
+
+/// Chunks of the parallel trial that measures the costs again before the final split.
+const TRIAL_CHUNKS: usize = 48;
 
 /// Chunks a worker may have queued behind the one it is replaying (bounds memory and lead).
 const QUEUED_CHUNKS: usize = 4;
@@ -196,12 +207,26 @@ fn split_lanes(cost: &[u64], gen_cost: u64, groups: usize) -> Vec<Vec<usize>> {
 /// `groups`: this thread replays group 0 after generating each chunk, one worker thread per other
 /// group replays the same chunk (shared read-only through an `Arc`). Each lane sees the same
 /// chunks in the same order as on one thread, so every result is the same bit for bit.
-fn replay_parallel(gen: &mut Generator<'_>, lanes: &mut [Lane], groups: &[Vec<usize>], ctl: &Control, fast: bool) {
+///
+/// With `trial = Some(n)` it stops after `n` chunks and returns the median time to generate a
+/// chunk and each lane's median time to replay one, as measured on the threads they ran on.
+fn replay_parallel(
+    gen: &mut Generator<'_>,
+    lanes: &mut [Lane],
+    groups: &[Vec<usize>],
+    ctl: &Control,
+    fast: bool,
+    trial: Option<usize>,
+) -> Option<(u64, Vec<u64>)> {
+    let timed = trial.is_some();
+    let mut lane_ns: Vec<Vec<u64>> = vec![Vec::new(); lanes.len()];
+    let mut gen_ns = Vec::new();
     let mut refs: Vec<Option<&mut Lane>> = lanes.iter_mut().map(Some).collect();
-    let mut groups =
-        groups.iter().map(|g| -> Vec<&mut Lane> { g.iter().map(|&i| refs[i].take().expect("each lane in one group")).collect() });
+    let mut groups = groups.iter().map(|g| -> Vec<(usize, &mut Lane)> {
+        g.iter().map(|&i| (i, refs[i].take().expect("each lane in one group"))).collect()
+    });
     let mut mine = groups.next().unwrap_or_default();
-    let theirs: Vec<Vec<&mut Lane>> = groups.collect();
+    let theirs: Vec<Vec<(usize, &mut Lane)>> = groups.collect();
     std::thread::scope(|s| {
         let mut senders = Vec::new();
         let mut workers = Vec::new();
@@ -210,17 +235,21 @@ fn replay_parallel(gen: &mut Generator<'_>, lanes: &mut [Lane], groups: &[Vec<us
             senders.push(tx);
             workers.push(s.spawn(move || {
                 let mut none = Vec::new();
+                let mut ns: Vec<(usize, Vec<u64>)> = group.iter().map(|(i, _)| (*i, Vec::new())).collect();
                 for chunk in rx {
-                    for lane in &mut group {
-                        lane.replay(&chunk, &mut none);
+                    for ((_, lane), (_, ns)) in group.iter_mut().zip(&mut ns) {
+                        replay_timed(lane, &chunk, &mut none, timed.then_some(ns));
                     }
                 }
+                ns
             }));
         }
         // Chunks in flight, oldest first; one whose workers are all done is reused.
         let mut pool: std::collections::VecDeque<Arc<Path>> = std::collections::VecDeque::new();
         let mut none = Vec::new();
-        'gen: while !gen.finished {
+        let mut chunks = 0;
+        'gen: while !gen.finished && trial.is_none_or(|n| chunks < n) {
+            chunks += 1;
             let mut chunk = match pool.pop_front() {
                 Some(mut c) => {
                     if Arc::get_mut(&mut c).is_some() {
@@ -232,22 +261,41 @@ fn replay_parallel(gen: &mut Generator<'_>, lanes: &mut [Lane], groups: &[Vec<us
                 }
                 None => Arc::new(Path::default()),
             };
+            let t0 = timed.then(Instant::now);
             next_chunk(gen, Arc::get_mut(&mut chunk).expect("not shared"), ctl, fast);
+            if let Some(t0) = t0 {
+                gen_ns.push(t0.elapsed().as_nanos() as u64);
+            }
             for tx in &senders {
                 if tx.send(Arc::clone(&chunk)).is_err() {
                     break 'gen; // a worker panicked: joined below
                 }
             }
-            for lane in &mut mine {
-                lane.replay(&chunk, &mut none);
+            for (i, lane) in &mut mine {
+                replay_timed(lane, &chunk, &mut none, timed.then_some(&mut lane_ns[*i]));
             }
             pool.push_back(chunk);
         }
         drop(senders);
         for w in workers {
-            w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            for (i, ns) in w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+                lane_ns[i] = ns;
+            }
         }
     });
+    timed.then(|| (median_u64(&mut gen_ns), lane_ns.iter_mut().map(|v| median_u64(v)).collect()))
+}
+
+/// Replays one chunk through `lane`, recording the time it took in `ns` when given.
+fn replay_timed(lane: &mut Lane, chunk: &Path, none: &mut Vec<u32>, ns: Option<&mut Vec<u64>>) {
+    match ns {
+        Some(ns) => {
+            let t0 = Instant::now();
+            lane.replay(chunk, none);
+            ns.push(t0.elapsed().as_nanos() as u64);
+        }
+        None => lane.replay(chunk, none),
+    }
 }
 
 fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -> RunResult {
