@@ -72,6 +72,12 @@ for n in "${names[@]}"; do
     printf 'ratio schedlab / %s: %.2f wall, %.2f CPU\n' "$n" \
         "$(awk -v a="${w[schedlab]}" -v b="${w[$n]}" 'BEGIN{print a / b}')" "$(awk -v a="${c[schedlab]}" -v b="${c[$n]}" 'BEGIN{print a / b}')"
 done
+# The reference is the fastest C port of this run (per CPU-second): the issue's yardstick is a
+# port at least as fast as the tuned one.
+ref=port
+if [[ $have_tuned == 1 ]] && awk -v a="${c[tuned]}" -v b="${c[port]}" 'BEGIN{exit !(a > b)}'; then ref=tuned; fi
+printf 'reference (fastest C port this run, per CPU-second): %s; schedlab / reference: %.2f wall, %.2f CPU\n' "$ref" \
+    "$(awk -v a="${w[schedlab]}" -v b="${w[$ref]}" 'BEGIN{print a / b}')" "$(awk -v a="${c[schedlab]}" -v b="${c[$ref]}" 'BEGIN{print a / b}')"
 if [[ $have_tuned == 1 ]]; then
     printf 'ratio port / tuned: %.2f wall, %.2f CPU (port.c must be at least as fast as the tuned port)\n' \
         "$(awk -v a="${w[port]}" -v b="${w[tuned]}" 'BEGIN{print a / b}')" "$(awk -v a="${c[port]}" -v b="${c[tuned]}" 'BEGIN{print a / b}')"
