@@ -1,0 +1,166 @@
+//! A lane: one strategy replaying the shared sample path through its policy.
+
+use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, Message, Policy};
+
+use super::generator::{Kind, Path};
+use super::statistics::{Acc, LaneStats, LatStats, StrategyResult};
+use super::{Msg, SimConfig};
+use crate::model::{listing_alpha, Strategy};
+
+pub(super) struct Lane {
+    /// §10 class α values (for the per-class tables) and §11 asked for.
+    class_alphas: Vec<f64>,
+    pub(super) in_order: bool,
+    pub(super) strategy: Strategy,
+    policy: AnyPolicy<Msg>,
+    pub(super) stats: LaneStats,
+}
+
+impl Lane {
+    pub(super) fn new(s: &Strategy, cfg: &SimConfig, max_len: u32) -> Lane {
+        let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
+        // Flow-level policies: one flow per application (weights from `--weights`), unit packets.
+        let napps = (cfg.apps.max(1) as usize).max(cfg.weights.len());
+        let flows: Vec<FlowWeight> = (0..napps).map(|i| FlowWeight::new(cfg.weights.get(i).copied().unwrap_or(1), 1)).collect();
+        let opts =
+            BuildOptions::default().flows(&flows).in_order(cfg.in_order).default_alpha(Alpha::new(fallback).expect("validated"));
+        let policy = s.build(&opts);
+        let apps = if cfg.apps > 1 { cfg.apps as usize } else { 0 };
+        let class_alpha = if matches!(s, Strategy::Prio) {
+            cfg.msg_alpha.iter().map(|c| Alpha::new(c.alpha).expect("validated")).collect()
+        } else {
+            Vec::new()
+        };
+        Lane {
+            class_alphas: cfg.msg_alpha.iter().map(|c| c.alpha).collect(),
+            in_order: cfg.in_order,
+            strategy: s.clone(),
+            policy,
+            stats: LaneStats {
+                by_len: (0..=max_len).map(|_| Acc::new()).collect(),
+                extra: !cfg.msg_alpha.is_empty() || apps > 0,
+                overall_bmeans: Vec::new(),
+                overall_aligned: Vec::new(),
+                by_class: cfg.msg_alpha.iter().map(|_| Acc::new()).collect(),
+                by_class_len: Vec::new(),
+                last_seq: vec![0; apps],
+                seen: vec![false; apps],
+                reordered: 0,
+                packets_out: 0,
+                class_alpha,
+                checks: Vec::new(),
+            },
+        }
+    }
+
+    /// Replays a run of events; statically dispatched per policy type so the loop stays tight.
+    pub(super) fn replay(&mut self, path: &Path, delivered: &mut Vec<u32>) {
+        let st = &mut self.stats;
+        if delivered.capacity() > 0 {
+            // Closed loops: collect the applications whose message was delivered.
+            return replay::<_, true>(&mut self.policy, st, path, delivered);
+        }
+        match &mut self.policy {
+            AnyPolicy::Fifo(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::RoundRobin(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::RoundRobinHead(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::Alpha(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::Track(p) => replay::<_, false>(p, st, path, delivered),
+            #[allow(unreachable_patterns)]
+            other => replay::<_, false>(other, st, path, delivered),
+        }
+    }
+
+    pub(super) fn result(&self, qlen: f64) -> StrategyResult {
+        let st = &self.stats;
+        let by_len: Vec<LatStats> =
+            st.by_len.iter().enumerate().filter(|(_, a)| a.n() > 0).map(|(l, a)| a.stats(l as u32)).collect();
+        let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
+        StrategyResult {
+            label: self.strategy.label(),
+            listing_alpha: listing_alpha(&self.strategy),
+            period_min: periods.iter().copied().fold(f64::INFINITY, f64::min),
+            period_max: periods.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            by_len,
+            overall: st.overall().stats(0),
+            by_class: st.by_class.iter().enumerate().map(|(i, a)| a.stats(i as u32)).collect(),
+            reordered: st.reordered,
+            packets_out: st.packets_out,
+            qlen_pkts: qlen,
+            clock_renormalisations: match &self.policy {
+                AnyPolicy::Alpha(a) => a.renormalisations(),
+                _ => 0,
+            },
+            by_class_len: crate::questions::class_len_results(&st.by_class_len, &self.class_alphas),
+            alpha_chosen: match &self.policy {
+                AnyPolicy::Track(t) => Some(t.alpha_stats().into()),
+                _ => None,
+            },
+            in_order_applies: self.in_order && matches!(self.policy, AnyPolicy::Alpha(_) | AnyPolicy::Track(_)),
+            packets_in: 0,
+            sim_time_tu: 0.0,
+            qlen_ci95_pkts: 0.0,
+            offered_load: 0.0,
+            carried_load: 0.0,
+        }
+    }
+}
+
+/// The hot loop: one lane through a chunk of the path. With `COLLECT` (closed loops), the
+/// applications whose message was delivered are pushed to `delivered`.
+#[inline(never)]
+pub(super) fn replay<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
+    let mut served = 0;
+    // A lone message that bypassed the policy, and its packets not yet started.
+    let mut alone: Option<(Msg, usize)> = None;
+    for s in &path.steps {
+        let upto = s.before as usize;
+        if upto > served {
+            let times = &path.times[served..upto];
+            match &mut alone {
+                None => serve::<P, COLLECT>(p, st, times, delivered),
+                Some((m, left)) => {
+                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
+                    *left -= times.len();
+                    st.packets_out += times.len() as u64;
+                    if *left == 0 {
+                        st.delivered(*m, times[times.len() - 1]);
+                        if COLLECT {
+                            delivered.push(m.app);
+                        }
+                        alone = None;
+                    }
+                }
+            }
+            served = upto;
+        }
+        match s.kind {
+            Kind::Alone if p.bypass(u64::from(s.msg.len)) => alone = Some((s.msg, s.msg.len as usize)),
+            Kind::Arrive | Kind::Alone => {
+                let m = s.msg;
+                let mut msg = Message::new(m, m.app, m.len);
+                if let Some(a) = st.class_alpha.get(m.class as usize) {
+                    msg.alpha = Some(*a);
+                }
+                p.enqueue(msg).expect("validated message");
+            }
+            other => st.event(other),
+        }
+    }
+    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
+    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
+}
+
+/// The packet starts at `times`, in a row with no arrival between them: every queue sends one
+/// packet at each. (Called from one place so that the policy's bulk dequeue is inlined.)
+#[inline(always)]
+fn serve<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, times: &[f64], delivered: &mut Vec<u32>) {
+    let got = p.dequeue_many(times.len() as u64, &mut |i, m: Msg| {
+        st.delivered(m, times[i as usize]);
+        if COLLECT {
+            delivered.push(m.app);
+        }
+    });
+    debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+    st.packets_out += got;
+}

@@ -1,0 +1,468 @@
+//! The driver: chunks of the path replayed through every lane, on one thread or split over
+//! several (lane-parallel), closed loops one strategy at a time, and the run's results.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::generator::{Generator, Kind, Path, NO_MSG};
+use super::lanes::Lane;
+use super::statistics::{ci95, Checkpoint, RunResult};
+use super::{Arrivals, SimConfig};
+use crate::model::{listing_alpha, Service, Strategy};
+
+/// Shared progress and cancellation for a run.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Packets arrived so far (updated every ~65k arrivals).
+    pub progress: AtomicU64,
+    /// Set to stop early; the run returns what it has, marked `interrupted`.
+    pub stop: AtomicBool,
+}
+
+/// Packet starts generated before every lane replays them (small enough to stay in cache).
+const CHUNK: usize = 1 << 12;
+
+/// Runs one configuration on one thread and returns the cumulative statistics
+/// (the same as [`run_threads`] with one thread).
+pub fn run(cfg: &SimConfig, ctl: &Control) -> RunResult {
+    run_threads(cfg, ctl, 1)
+}
+
+/// Runs one configuration with up to `threads` threads and returns the cumulative statistics,
+/// bit-identical for every thread count.
+///
+/// Open loops generate the shared sample path once, in chunks, and replay each chunk through every
+/// strategy (lane), which keeps each strategy's state in cache. With more than one thread the lanes
+/// are split into groups, one per thread: the calling thread generates each chunk and replays its
+/// own group, the other threads replay theirs from the same chunk. Closed
+/// loops (§2) feed each strategy its own path, one event at a time, with the same seed; their
+/// strategies are independent and are shared out over the threads.
+pub fn run_threads(cfg: &SimConfig, ctl: &Control, threads: usize) -> RunResult {
+    let max_len = match &cfg.arrivals {
+        Arrivals::Trace(v) => v.iter().map(|a| a.len).max().unwrap_or(1),
+        _ => cfg.dist.max_len(),
+    };
+    if let Arrivals::Closed { .. } = cfg.arrivals {
+        let n = cfg.strategies.len();
+        let threads = threads.clamp(1, n.max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let closed_one = || {
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return mine;
+                }
+                mine.push((i, run_closed(cfg, ctl, max_len, &cfg.strategies[i])));
+            }
+        };
+        let mut results: Vec<Option<RunResult>> = (0..n).map(|_| None).collect();
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (1..threads).map(|_| s.spawn(closed_one)).collect();
+            let mut all = closed_one();
+            for w in workers {
+                all.extend(w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            for (i, r) in all {
+                results[i] = Some(r);
+            }
+        });
+        let runs = results.into_iter().map(|r| r.expect("every strategy ran")).collect();
+        return crate::questions::merge_closed(runs).expect("at least one strategy");
+    }
+    run_open(cfg, ctl, max_len, true, threads)
+}
+
+/// One strategy of a closed loop on its own sample path.
+fn run_closed(cfg: &SimConfig, ctl: &Control, max_len: u32, s: &Strategy) -> RunResult {
+    let mut lane = Lane::new(s, cfg, max_len);
+    let mut gen = Generator::new(cfg);
+    let mut buf = Path::default();
+    let mut delivered = Vec::with_capacity(16);
+    while !gen.finished {
+        buf.clear();
+        gen.step(&mut buf, ctl);
+        buf.push(Kind::End, NO_MSG);
+        lane.replay(&buf, &mut delivered);
+        for app in delivered.drain(..) {
+            gen.delivered(app);
+        }
+    }
+    buf.clear();
+    buf.push(Kind::Batch, NO_MSG);
+    buf.push(Kind::End, NO_MSG);
+    gen.close_qbatch();
+    lane.replay(&buf, &mut delivered);
+    // Each strategy had its own path, so qlen is that strategy's own.
+    finish(cfg, ctl, &gen, std::slice::from_ref(&lane))
+}
+
+/// Generates the next chunk of the shared path into `buf` (cleared first); the last chunk of the
+/// run closes the final batch. Every chunk ends with an `End` step.
+fn next_chunk(gen: &mut Generator<'_>, buf: &mut Path, ctl: &Control, fast: bool) {
+    buf.clear();
+    if fast {
+        gen.fill_poisson(buf, ctl, CHUNK);
+    } else {
+        while buf.times.len() < CHUNK && !gen.finished {
+            gen.step(buf, ctl);
+        }
+    }
+    if gen.finished {
+        buf.push(Kind::Batch, NO_MSG);
+        gen.close_qbatch();
+    }
+    buf.push(Kind::End, NO_MSG);
+}
+
+/// An open loop in lock step on `threads` threads; `allow_fast` lets the common case use
+/// [`Generator::fill_poisson`] (tests turn it off to compare against the general generator).
+fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow_fast: bool, threads: usize) -> RunResult {
+    let mut lanes: Vec<Lane> = cfg.strategies.iter().map(|s| Lane::new(s, cfg, max_len)).collect();
+    let mut gen = Generator::new(cfg);
+    // The fast generator draws the report's service times only; other models take the general one.
+    let fast = allow_fast
+        && matches!(cfg.arrivals, Arrivals::Poisson)
+        && gen.apps == 1
+        && gen.class_cum.is_empty()
+        && cfg.service == Service::Report;
+    let threads = threads.clamp(1, lanes.len().max(1));
+    let mut buf = Path::default();
+    let mut none = Vec::new();
+    if threads == 1 {
+        while !gen.finished {
+            next_chunk(&mut gen, &mut buf, ctl, fast);
+            for lane in &mut lanes {
+                lane.replay(&buf, &mut none);
+            }
+        }
+        return finish(cfg, ctl, &gen, &lanes);
+    }
+    // Calibration: the first chunks run on this thread, timing the generator and every lane, so
+    // that the lanes can be split into groups of about equal cost (the split changes no result).
+    let mut gen_ns = Vec::with_capacity(CALIBRATION_CHUNKS);
+    let mut lane_ns: Vec<Vec<u64>> = vec![Vec::with_capacity(CALIBRATION_CHUNKS); lanes.len()];
+    while !gen.finished && gen_ns.len() < CALIBRATION_CHUNKS {
+        let t0 = Instant::now();
+        next_chunk(&mut gen, &mut buf, ctl, fast);
+        gen_ns.push(t0.elapsed().as_nanos() as u64);
+        for (lane, ns) in lanes.iter_mut().zip(&mut lane_ns) {
+            let t0 = Instant::now();
+            lane.replay(&buf, &mut none);
+            ns.push(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    if !gen.finished {
+        let cost: Vec<u64> = lane_ns.iter_mut().map(|v| median_u64(v)).collect();
+        let groups = split_lanes(&cost, median_u64(&mut gen_ns), threads);
+        // A trial in parallel, timing everything again: generating a chunk costs more once other
+        // cores read the chunks (the writes then fetch the lines back), and the queues are past
+        // their start. The lanes are split again on those costs for the rest of the run.
+        if let Some((gen_cost, cost)) = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, Some(TRIAL_CHUNKS)) {
+            if !gen.finished {
+                let groups = split_lanes(&cost, gen_cost, threads);
+                replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, None);
+            }
+        }
+    }
+    finish(cfg, ctl, &gen, &lanes)
+}
+
+/// Chunks replayed on the generating thread alone to measure each lane's cost.
+const CALIBRATION_CHUNKS: usize = 16;
+
+/// Chunks of the parallel trial that measures the costs again before the final split.
+const TRIAL_CHUNKS: usize = 48;
+
+/// Chunks a worker may have queued behind the one it is replaying (bounds memory and lead).
+const QUEUED_CHUNKS: usize = 4;
+
+fn median_u64(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Splits lanes of the given costs into `groups` groups of about equal total cost (longest
+/// processing time first); group 0 also carries `gen_cost`, the generator's. Returns the lane
+/// indices of each group, in increasing order; groups may be empty only if there are fewer lanes.
+fn split_lanes(cost: &[u64], gen_cost: u64, groups: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..cost.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(cost[i]), i));
+    let mut load = vec![0u64; groups.max(1)];
+    load[0] = gen_cost;
+    let mut out = vec![Vec::new(); groups.max(1)];
+    for i in order {
+        let g = (0..load.len()).min_by_key(|&g| (load[g], g)).expect("at least one group");
+        load[g] += cost[i].max(1);
+        out[g].push(i);
+    }
+    for g in &mut out {
+        g.sort_unstable();
+    }
+    out
+}
+
+/// Generates the rest of the path on this thread and replays it through `lanes` split into
+/// `groups`: this thread replays group 0 after generating each chunk, one worker thread per other
+/// group replays the same chunk (shared read-only through an `Arc`). Each lane sees the same
+/// chunks in the same order as on one thread, so every result is the same bit for bit.
+///
+/// With `trial = Some(n)` it stops after `n` chunks and returns the median time to generate a
+/// chunk and each lane's median time to replay one, as measured on the threads they ran on.
+fn replay_parallel(
+    gen: &mut Generator<'_>,
+    lanes: &mut [Lane],
+    groups: &[Vec<usize>],
+    ctl: &Control,
+    fast: bool,
+    trial: Option<usize>,
+) -> Option<(u64, Vec<u64>)> {
+    let timed = trial.is_some();
+    let mut lane_ns: Vec<Vec<u64>> = vec![Vec::new(); lanes.len()];
+    let mut gen_ns = Vec::new();
+    let mut refs: Vec<Option<&mut Lane>> = lanes.iter_mut().map(Some).collect();
+    let mut groups = groups.iter().map(|g| -> Vec<(usize, &mut Lane)> {
+        g.iter().map(|&i| (i, refs[i].take().expect("each lane in one group"))).collect()
+    });
+    let mut mine = groups.next().unwrap_or_default();
+    let theirs: Vec<Vec<(usize, &mut Lane)>> = groups.collect();
+    std::thread::scope(|s| {
+        let mut senders = Vec::new();
+        let mut workers = Vec::new();
+        for mut group in theirs {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Path>>(QUEUED_CHUNKS);
+            senders.push(tx);
+            workers.push(s.spawn(move || {
+                let mut none = Vec::new();
+                let mut ns: Vec<(usize, Vec<u64>)> = group.iter().map(|(i, _)| (*i, Vec::new())).collect();
+                for chunk in rx {
+                    for ((_, lane), (_, ns)) in group.iter_mut().zip(&mut ns) {
+                        replay_timed(lane, &chunk, &mut none, timed.then_some(ns));
+                    }
+                }
+                ns
+            }));
+        }
+        // Chunks in flight, oldest first; one whose workers are all done is reused.
+        let mut pool: std::collections::VecDeque<Arc<Path>> = std::collections::VecDeque::new();
+        let mut none = Vec::new();
+        let mut chunks = 0;
+        'gen: while !gen.finished && trial.is_none_or(|n| chunks < n) {
+            chunks += 1;
+            let mut chunk = match pool.pop_front() {
+                Some(mut c) => {
+                    if Arc::get_mut(&mut c).is_some() {
+                        c
+                    } else {
+                        pool.push_front(c);
+                        Arc::new(Path::default())
+                    }
+                }
+                None => Arc::new(Path::default()),
+            };
+            let t0 = timed.then(Instant::now);
+            next_chunk(gen, Arc::get_mut(&mut chunk).expect("not shared"), ctl, fast);
+            if let Some(t0) = t0 {
+                gen_ns.push(t0.elapsed().as_nanos() as u64);
+            }
+            for tx in &senders {
+                if tx.send(Arc::clone(&chunk)).is_err() {
+                    break 'gen; // a worker panicked: joined below
+                }
+            }
+            for (i, lane) in &mut mine {
+                replay_timed(lane, &chunk, &mut none, timed.then_some(&mut lane_ns[*i]));
+            }
+            pool.push_back(chunk);
+        }
+        drop(senders);
+        for w in workers {
+            for (i, ns) in w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+                lane_ns[i] = ns;
+            }
+        }
+    });
+    timed.then(|| (median_u64(&mut gen_ns), lane_ns.iter_mut().map(|v| median_u64(v)).collect()))
+}
+
+/// Replays one chunk through `lane`, recording the time it took in `ns` when given.
+fn replay_timed(lane: &mut Lane, chunk: &Path, none: &mut Vec<u32>, ns: Option<&mut Vec<u64>>) {
+    match ns {
+        Some(ns) => {
+            let t0 = Instant::now();
+            lane.replay(chunk, none);
+            ns.push(t0.elapsed().as_nanos() as u64);
+        }
+        None => lane.replay(chunk, none),
+    }
+}
+
+fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -> RunResult {
+    ctl.progress.store(gen.packets_in, Ordering::Relaxed);
+    let ctl_packets = gen.packets_in;
+    let qlen = gen.qlen();
+    let checkpoints = gen
+        .checks
+        .iter()
+        .enumerate()
+        .map(|(k, &(t, pin, q))| Checkpoint {
+            time_tu: t,
+            packets_in: pin,
+            rows: lanes
+                .iter()
+                .filter_map(|l| {
+                    let (out, lens, all) = l.stats.checks.get(k)?.clone();
+                    Some((listing_alpha(&l.strategy), q, out, lens, all))
+                })
+                .collect(),
+            row_packets_in: Vec::new(),
+        })
+        .collect();
+    RunResult {
+        traffic_pct: cfg.traffic,
+        seed: cfg.seed,
+        packets_in: ctl_packets,
+        sim_time_tu: gen.now,
+        qlen_pkts: qlen,
+        qlen_ci95_pkts: ci95(&gen.qbatches),
+        qlen_batch_means: gen.qbatches.clone(),
+        strategies: lanes
+            .iter()
+            .map(|l| {
+                let mut s = l.result(qlen);
+                crate::questions::fill_path_fields(&mut s, cfg.traffic, ctl_packets, gen.now, ci95(&gen.qbatches));
+                s
+            })
+            .collect(),
+        checkpoints,
+        interrupted: gen.interrupted,
+        closed_apps: match cfg.arrivals {
+            Arrivals::Closed { apps } => Some(apps),
+            _ => None,
+        },
+        apps: gen.apps,
+        in_order: cfg.in_order,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{parse_strategy, report_defaults, AlphaClass, LengthDist, TraceArrival};
+
+    /// Equal, numbers to 1e-12 relative: the two generators add a service time to the clock in a
+    /// different order, so latencies can differ in the last bit.
+    fn same(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!((x - y).abs() <= 1e-12 * x.abs().max(y.abs()), "{at}: {x} vs {y}");
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                assert_eq!(x.len(), y.len(), "{at}");
+                x.iter().zip(y).enumerate().for_each(|(i, (x, y))| same(x, y, &format!("{at}[{i}]")));
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                assert_eq!(x.len(), y.len(), "{at}");
+                x.iter().for_each(|(k, v)| same(v, &y[k], &format!("{at}.{k}")));
+            }
+            _ => assert_eq!(a, b, "{at}"),
+        }
+    }
+
+    /// The fast generator, whose lone messages bypass the policies, gives exactly the results of
+    /// the general generator, at loads where few or most messages are alone; with tracking α,
+    /// §11 ordering and α = 0 too.
+    #[test]
+    fn fast_path_with_lone_messages_equals_the_general_path() {
+        let mut strategies = report_defaults();
+        strategies.push(Strategy::Track { low: 1.0, high: 100.0, gain: 1.0 });
+        strategies.push(parse_strategy("0").unwrap());
+        for (traffic, seed) in [(0.5, 1), (30.0, 2), (70.0, 3), (96.0, 4)] {
+            for in_order in [false, true] {
+                let cfg = SimConfig { strategies: strategies.clone(), in_order, ..SimConfig::report(traffic, 150_000, seed) };
+                let ctl = Control::default();
+                let max_len = cfg.dist.max_len();
+                let fast = serde_json::to_value(run_open(&cfg, &ctl, max_len, true, 1)).unwrap();
+                let general = serde_json::to_value(run_open(&cfg, &ctl, max_len, false, 1)).unwrap();
+                same(&fast, &general, &format!("traffic {traffic}%, in order {in_order}"));
+            }
+        }
+    }
+
+    /// The configurations the speed work diffs for bit-identity: the report's model with report
+    /// times; §10 classes, §11 order, tracking, prio and applications; a custom distribution with
+    /// the general generator; a trace; a closed loop.
+    fn configs() -> Vec<(&'static str, SimConfig)> {
+        let mut strategies = report_defaults();
+        strategies.push(Strategy::Track { low: 1.0, high: 100.0, gain: 1.0 });
+        let mixed: Vec<Strategy> =
+            ["RR'", "FIFO", "10", "track:1:100", "prio", "SF"].iter().map(|s| parse_strategy(s).unwrap()).collect();
+        let trace: Vec<TraceArrival> = (0..60_000)
+            .map(|i| TraceArrival { time: f64::from(i) * 5.3, len: 1 + (i * 7 % 11) as u32, app: (i % 3) as u32 })
+            .collect();
+        vec![
+            ("report 95% with report times", SimConfig { checkpoints: true, strategies, ..SimConfig::report(95.0, 400_000, 1) }),
+            ("report 50%", SimConfig::report(50.0, 300_000, 2)),
+            (
+                "apps, in order, msg-alpha, prio, tracking",
+                SimConfig {
+                    strategies: mixed.clone(),
+                    apps: 4,
+                    in_order: true,
+                    msg_alpha: vec![AlphaClass { alpha: 1.0, frac: 0.5 }, AlphaClass { alpha: 100.0, frac: 0.5 }],
+                    ..SimConfig::report(60.0, 300_000, 3)
+                },
+            ),
+            (
+                "custom distribution",
+                SimConfig {
+                    dist: LengthDist::new(&[(1, 3, 50.0), (8, 12, 40.0), (30, 30, 10.0)]).unwrap(),
+                    ..SimConfig::report(90.0, 300_000, 4)
+                },
+            ),
+            ("trace", SimConfig { arrivals: Arrivals::Trace(Arc::new(trace)), apps: 3, ..SimConfig::report(90.0, 1, 5) }),
+            ("closed loop", SimConfig { arrivals: Arrivals::Closed { apps: 8 }, ..SimConfig::report(80.0, 100_000, 6) }),
+        ]
+    }
+
+    /// Replaying the lanes on several threads gives the same results, bit for bit, as one thread.
+    #[test]
+    fn every_thread_count_gives_bit_identical_results() {
+        for (name, cfg) in configs() {
+            let ctl = Control::default();
+            let one = serde_json::to_string(&run_threads(&cfg, &ctl, 1)).unwrap();
+            for threads in [2, 3, 5, 13, 64] {
+                let many = serde_json::to_string(&run_threads(&cfg, &ctl, threads)).unwrap();
+                assert!(one == many, "{name}: {threads} threads differ from one");
+            }
+        }
+        // The general generator too (what non-Poisson or multi-application runs use).
+        let cfg = SimConfig::report(95.0, 300_000, 7);
+        let ctl = Control::default();
+        let max_len = cfg.dist.max_len();
+        let one = serde_json::to_string(&run_open(&cfg, &ctl, max_len, false, 1)).unwrap();
+        let two = serde_json::to_string(&run_open(&cfg, &ctl, max_len, false, 2)).unwrap();
+        assert!(one == two, "general generator: 2 threads differ from one");
+    }
+
+    /// The split puts every lane in exactly one group and balances the costs.
+    #[test]
+    fn lanes_are_split_into_balanced_groups() {
+        let cost = [5, 9, 1, 7, 3, 3, 8, 2, 6, 4, 10, 1, 5];
+        for groups in 1..=14 {
+            let g = split_lanes(&cost, 12, groups);
+            assert_eq!(g.len(), groups);
+            let mut all: Vec<usize> = g.iter().flatten().copied().collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..cost.len()).collect::<Vec<_>>(), "{groups} groups");
+            if groups == 2 {
+                let load0: u64 = 12 + g[0].iter().map(|&i| cost[i]).sum::<u64>();
+                let load1: u64 = g[1].iter().map(|&i| cost[i]).sum();
+                assert!(load0.abs_diff(load1) <= 10, "{load0} vs {load1}");
+            }
+        }
+    }
+}

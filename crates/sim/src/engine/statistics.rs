@@ -1,0 +1,283 @@
+//! Latency statistics: per-length accumulators with batch means, a lane's statistics, and the
+//! result types of a run.
+
+use schedlab_report::LogHist;
+use serde::Serialize;
+
+use super::generator::Kind;
+use super::Msg;
+use schedlab_policy::Alpha;
+
+/// Mean, confidence interval and percentiles of a latency population (time units).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatStats {
+    /// Message length in packets (0 = all messages).
+    pub len: u32,
+    pub count: u64,
+    pub mean_tu: f64,
+    /// Half-width of the 95% confidence interval of the mean, by batch means (NaN if too few batches).
+    pub ci95_tu: f64,
+    pub p50_tu: f64,
+    pub p99_tu: f64,
+    pub max_tu: f64,
+    /// Batch means in batch order, NaN for a batch with no message, aligned across strategies
+    /// (what `stats` uses for paired differences, warm-up deletion and diagnostics).
+    #[serde(skip)]
+    pub batch_means: Vec<f64>,
+}
+
+/// Results of one strategy.
+#[derive(Clone, Debug, Serialize)]
+pub struct StrategyResult {
+    pub label: String,
+    pub listing_alpha: f64,
+    /// Per message length present, in length order.
+    pub by_len: Vec<LatStats>,
+    /// All messages together (`avlat`).
+    pub overall: LatStats,
+    /// Per §10 α class (empty unless `--msg-alpha`).
+    pub by_class: Vec<LatStats>,
+    /// Messages delivered after a later message of the same application (overtaken: §11).
+    pub reordered: u64,
+    pub packets_out: u64,
+    pub qlen_pkts: f64,
+    /// §12 effective packet period (latency + 1) / length: min and max over lengths.
+    pub period_min: f64,
+    pub period_max: f64,
+    /// Renormalisations of the alpha clock (0 for other strategies).
+    pub clock_renormalisations: u64,
+    /// Per (§10 class, length): latency (empty unless `--msg-alpha`).
+    pub by_class_len: Vec<crate::questions::ClassLen>,
+    /// §13: the α a tracking strategy (`track:`) chose; `None` for the others.
+    pub alpha_chosen: Option<crate::questions::AlphaChosen>,
+    /// §11 in-order delivery applies to this strategy (the alpha family, with `--in-order`).
+    pub in_order_applies: bool,
+    /// This strategy's sample path: packets in, simulated time and qlen's 95% half-width (the
+    /// run's own in open loop; each strategy's own in closed loop).
+    pub packets_in: u64,
+    pub sim_time_tu: f64,
+    pub qlen_ci95_pkts: f64,
+    /// Offered load, a fraction of the outlet's capacity: traffic / 100 (closed loop: the load
+    /// with zero queueing delay, N x E[length] / mean think time).
+    pub offered_load: f64,
+    /// Carried load: packets sent / simulated time.
+    pub carried_load: f64,
+}
+
+/// One `>>` block of the listing: cumulative state at a report time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Checkpoint {
+    pub time_tu: f64,
+    pub packets_in: u64,
+    /// Per strategy: (listing α, qlen, packets out, per-length mean latencies in length order, avlat).
+    pub rows: Vec<(f64, f64, u64, Vec<f64>, f64)>,
+    /// Closed loop: packets in of each row's own sample path (empty: `packets_in` for all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub row_packets_in: Vec<u64>,
+}
+
+/// Results of one run (one traffic level).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    pub traffic_pct: f64,
+    pub seed: u64,
+    pub packets_in: u64,
+    pub sim_time_tu: f64,
+    pub qlen_pkts: f64,
+    /// Half-width of the 95% confidence interval of `qlen_pkts` (batch means).
+    pub qlen_ci95_pkts: f64,
+    /// The per-batch mean queue lengths behind `qlen_ci95_pkts` (used by `stats`).
+    #[serde(skip)]
+    pub qlen_batch_means: Vec<f64>,
+    pub strategies: Vec<StrategyResult>,
+    pub checkpoints: Vec<Checkpoint>,
+    /// True when the run was stopped early (Ctrl-C); statistics cover what ran.
+    pub interrupted: bool,
+    /// Closed loop (§2): the number of applications (then `sim_time_tu`, `qlen_pkts` and
+    /// `qlen_ci95_pkts` are per strategy, and NaN here).
+    pub closed_apps: Option<u32>,
+    /// Applications messages are spread over.
+    pub apps: u32,
+    /// §11 in-order delivery was asked for.
+    pub in_order: bool,
+}
+
+/// Latency accumulator for one message length (or one class) of one strategy.
+///
+/// Batch means are taken from snapshots of (count, sum) at batch boundaries, so recording a
+/// message touches only the count, the sum and the histogram.
+#[derive(Clone, Debug)]
+pub(super) struct Acc {
+    pub(super) sum: f64,
+    hist: LogHist,
+    snap_n: u64,
+    snap_sum: f64,
+    bmeans: Vec<f64>,
+    /// Every batch's mean, NaN when it had no message (aligned across strategies).
+    aligned: Vec<f64>,
+}
+
+impl Acc {
+    pub(super) fn new() -> Self {
+        Acc { sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new(), aligned: Vec::new() }
+    }
+    /// Messages recorded (the histogram counts them).
+    #[inline(always)]
+    pub(super) fn n(&self) -> u64 {
+        self.hist.len()
+    }
+    #[inline(always)]
+    fn add(&mut self, lat: f64) {
+        self.sum += lat;
+        self.hist.record(lat);
+    }
+    /// (count, sum) since the last batch boundary.
+    fn delta(&self) -> (u64, f64) {
+        (self.n() - self.snap_n, self.sum - self.snap_sum)
+    }
+    fn close_batch(&mut self) {
+        let (dn, ds) = self.delta();
+        if dn > 0 {
+            self.bmeans.push(ds / dn as f64);
+        }
+        self.aligned.push(if dn > 0 { ds / dn as f64 } else { f64::NAN });
+        self.snap_n = self.n();
+        self.snap_sum = self.sum;
+    }
+    pub(super) fn mean(&self) -> f64 {
+        if self.n() == 0 {
+            0.0
+        } else {
+            self.sum / self.n() as f64
+        }
+    }
+    pub(super) fn stats(&self, len: u32) -> LatStats {
+        LatStats {
+            len,
+            count: self.n(),
+            mean_tu: self.mean(),
+            ci95_tu: ci95(&self.bmeans),
+            p50_tu: self.hist.quantile(0.5),
+            p99_tu: self.hist.quantile(0.99),
+            max_tu: self.hist.max(),
+            batch_means: self.aligned.clone(),
+        }
+    }
+}
+
+/// Two-sided 97.5% Student t quantile.
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
+        2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        d if d <= 30 => T[d - 1],
+        _ => 1.96,
+    }
+}
+
+/// Half-width of the 95% confidence interval of the mean from batch means.
+pub fn ci95(bmeans: &[f64]) -> f64 {
+    let b = bmeans.len();
+    if b < 2 {
+        return f64::NAN;
+    }
+    let m = bmeans.iter().sum::<f64>() / b as f64;
+    let var = bmeans.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (b - 1) as f64;
+    t975(b - 1) * (var / b as f64).sqrt()
+}
+
+/// Statistics of one lane (one strategy).
+pub(super) struct LaneStats {
+    pub(super) by_len: Vec<Acc>,
+    /// Per-class or per-application statistics are kept (`by_class` or `last_seq` non-empty).
+    pub(super) extra: bool,
+    /// Batch means of all messages together (the per-length accumulators hold the data).
+    pub(super) overall_bmeans: Vec<f64>,
+    pub(super) overall_aligned: Vec<f64>,
+    pub(super) by_class: Vec<Acc>,
+    /// Per (§10 class, length).
+    pub(super) by_class_len: Vec<Vec<crate::questions::CellAcc>>,
+    pub(super) last_seq: Vec<u32>,
+    pub(super) seen: Vec<bool>,
+    pub(super) reordered: u64,
+    pub(super) packets_out: u64,
+    /// §10: α per class, set only for the `prio` strategy.
+    pub(super) class_alpha: Vec<Alpha>,
+    /// Per checkpoint: (packets out, per-length means, overall mean).
+    pub(super) checks: Vec<(u64, Vec<f64>, f64)>,
+}
+
+impl LaneStats {
+    #[inline(always)]
+    pub(super) fn delivered(&mut self, m: Msg, now: f64) {
+        let lat = now - m.t;
+        self.by_len[m.len as usize].add(lat);
+        if self.extra {
+            self.delivered_extra(m, lat);
+        }
+    }
+
+    /// Per-class latency (§10) and reordering counts (§11), when asked for.
+    #[cold]
+    fn delivered_extra(&mut self, m: Msg, lat: f64) {
+        if let Some(c) = self.by_class.get_mut(m.class as usize) {
+            c.add(lat);
+            crate::questions::record_class_len(&mut self.by_class_len, m.class, m.len, lat);
+        }
+        if !self.last_seq.is_empty() {
+            let a = m.app as usize;
+            if self.seen[a] && m.seq < self.last_seq[a] {
+                self.reordered += 1;
+            } else {
+                self.last_seq[a] = m.seq;
+                self.seen[a] = true;
+            }
+        }
+    }
+
+    fn close_batch(&mut self) {
+        let (dn, ds) = self.by_len.iter().map(Acc::delta).fold((0, 0.0), |(n, s), (a, b)| (n + a, s + b));
+        if dn > 0 {
+            self.overall_bmeans.push(ds / dn as f64);
+        }
+        self.overall_aligned.push(if dn > 0 { ds / dn as f64 } else { f64::NAN });
+        for a in &mut self.by_len {
+            a.close_batch();
+        }
+        for a in &mut self.by_class {
+            a.close_batch();
+        }
+        self.by_class_len.iter_mut().flatten().for_each(crate::questions::CellAcc::close_batch);
+    }
+
+    /// All messages together: per-length accumulators merged.
+    pub(super) fn overall(&self) -> Acc {
+        let mut o = Acc::new();
+        for a in self.by_len.iter().filter(|a| a.n() > 0) {
+            o.sum += a.sum;
+            o.hist.merge(&a.hist);
+        }
+        o.bmeans = self.overall_bmeans.clone();
+        o.aligned = self.overall_aligned.clone();
+        o
+    }
+
+    #[cold]
+    pub(super) fn event(&mut self, kind: Kind) {
+        match kind {
+            Kind::Batch => self.close_batch(),
+            Kind::Check => self.check(),
+            Kind::End => {}
+            Kind::Arrive | Kind::Alone => unreachable!("arrivals are handled inline"),
+        }
+    }
+
+    fn check(&mut self) {
+        let lens = self.by_len.iter().filter(|a| a.n() > 0).map(Acc::mean).collect();
+        let all = self.overall().mean();
+        self.checks.push((self.packets_out, lens, all));
+    }
+}
