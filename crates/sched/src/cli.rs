@@ -696,6 +696,8 @@ pub struct Report {
     pub batch: usize,
     pub distributed: bool,
     pub elapsed_s: f64,
+    /// The harness clock's source: `tsc` (`rdtscp`, the kernel's clocksource) or `clock_gettime`.
+    pub clock: &'static str,
     pub interrupted: bool,
     pub scheduler_thread: Option<ThreadInfo>,
     pub scheduler_requested_cpu: Option<usize>,
@@ -774,6 +776,7 @@ impl Report {
             batch: cfg.batch,
             distributed: cfg.distributed,
             elapsed_s: r.elapsed.secs(),
+            clock: r.clock,
             interrupted: r.interrupted,
             scheduler_thread: r.scheduler_thread.clone(),
             scheduler_requested_cpu: cfg.sched_cpu,

@@ -45,8 +45,13 @@ pub struct SchedCounters {
     pub publishes: u64,
     /// Packets dropped because the policy held `-qmax` packets (part of `sched_drops`).
     pub qlimit_drops: u64,
-    /// Times the queue limit was reached (the scheduler then dropped until `-qmin`).
+    /// Times the queue limit was reached with the link busy (the scheduler then dropped until
+    /// `-qmin`).
     pub qlimit_hits: u64,
+    /// Ring visits cut short because the next message would have passed the queue limit while
+    /// the link was idle: the pass releases before it takes again, so the message waits in its
+    /// ring (the original takes at most a cache line per client per pass and never gets there).
+    pub qlimit_deferred: u64,
 }
 
 /// The scheduler's state: the policy, the consumer ends, the link.
@@ -137,7 +142,23 @@ impl<P: Policy<Item>> Core<P> {
             let now = last.unwrap_or(0);
             let now_fp = (u128::from(now) * 1000) << 16;
             let mut fetched = false;
+            // The link can send now: this pass's release batch will make room in the policy.
+            let link_idle = self.fp_per_byte.is_none() || self.next_idle <= now_fp;
             for _ in 0..VISIT {
+                let Some(n) = self.rings[c].peek_packets() else { break };
+                if self.full && self.pending <= self.qmin {
+                    self.full = false;
+                }
+                if !self.full && self.pending + u64::from(n) > self.qmax {
+                    if link_idle {
+                        // Over the limit only because this pass takes before it releases: leave
+                        // the message in the ring for the next pass instead of dropping it.
+                        self.counters.qlimit_deferred += 1;
+                        break;
+                    }
+                    self.full = true;
+                    self.counters.qlimit_hits += 1;
+                }
                 let Some(m) = self.rings[c].take(now) else { break };
                 fetched = true;
                 work += m.packets as usize;
@@ -152,14 +173,6 @@ impl<P: Policy<Item>> Core<P> {
                         now.min((((self.next_idle >> 16) / 1000) as u64).saturating_sub(1))
                     };
                     t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
-                }
-                if self.full && self.pending <= self.qmin {
-                    self.full = false;
-                }
-                let over = !self.full && self.pending + u64::from(m.packets) > self.qmax;
-                if over {
-                    self.full = true;
-                    self.counters.qlimit_hits += 1;
                 }
                 let refused = if self.full {
                     self.counters.qlimit_drops += u64::from(m.packets);
