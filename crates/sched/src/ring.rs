@@ -9,14 +9,14 @@
 //!
 //! ## Layout (what crosses between the two CPUs, and how often)
 //! Each side writes its own arrays; no cache line is written by both sides:
-//! - `cli`: 16 bytes per slot (`cli_enq`, length, message length), written by the client, read by
-//!   the scheduler: four packets per 64-byte line, as the original's queue entries;
-//! - `tail`: the number of packets the client has published, alone in its own (128-byte) line;
-//!   the scheduler keeps a private copy and reloads it only when it has taken everything up to it
-//!   (the original's cached `c_tail`);
+//! - `ent`: 16 bytes per slot, written by the client, read by the scheduler: `cli_enq` and one
+//!   atomic word holding the packet length, the message length and the slot's tag (the low bits
+//!   of `pos + 1`). The tag *is* the publication, as the original's non-zero length: four packets
+//!   per 64-byte line, and one line read gives the scheduler both the news and the data (no
+//!   separate tail index whose line would move between the CPUs at every pass);
 //! - `done`: one 8-byte mark per slot, written by the scheduler, read by the client: eight marks
-//!   per line, so the client's polls move a line per eight packets (the original's `s_head`,
-//!   but per slot, because message policies may release a client's messages out of order);
+//!   per line (the original's `s_head`, but per slot, because message policies may release a
+//!   client's messages out of order);
 //! - `sch`: 16 bytes of scheduler stamps per slot (`sch_enq`, `sch_deq`). The client reads them
 //!   only while it records timestamps, so when it does not their lines never leave the
 //!   scheduler's cache.
@@ -25,26 +25,28 @@
 //! is `pos & mask` (no division on the hot path); at most `capacity` packets are in flight.
 //!
 //! ## Protocol (cursors are private to each side)
-//! - The client writes the `cli` entries of a message, then stores `tail = pos + packets`
-//!   (Release); the scheduler, at its cursor `pos`, sees the packet when `tail > pos` (Acquire).
+//! - The client writes `cli_enq` of the slot for position `pos`, then stores its word with the
+//!   tag `(pos + 1) mod 2^22` (Release); the scheduler, at its cursor `pos`, sees the packet when
+//!   the tag matches (Acquire). A slot only ever holds position `pos` or `pos - slots` (the client
+//!   refills a slot only after its previous packet was taken and marked), and the slots are fewer
+//!   than 2^22 ([`MAX_CAPACITY`]), so the two tags differ and an earlier lap is never mistaken for
+//!   the current one; the initial word 0 has tag 0, which no position of the first lap has.
 //! - `done`: the scheduler stores `(pos + 1) << 1 | dropped` (Release) after writing its stamps
-//!   into `sch`; the client sees the mark when `done >> 1 == pos + 1` (Acquire).
-//! - Positions grow forever (u64), so a mark from an earlier lap can never be mistaken for the
-//!   current one (no ABA).
+//!   into `sch`; the client sees the mark when `done >> 1 == pos + 1` (Acquire). Positions grow
+//!   forever (u64), so these marks are never ambiguous.
 //! - Messages: a multi-packet message occupies consecutive positions; its first slot holds the
-//!   message length. The client publishes a message's packets with one `tail` store after writing
-//!   all of them, so the scheduler never sees part of a message. The scheduler releases a
-//!   message's packets in order and keeps the progress in its own private array, indexed by the
-//!   message's first slot; the client frees slots only a whole message at a time, so that index is
-//!   not reused while the message is in flight.
+//!   message length. The client publishes the slots in order, so the scheduler takes a message
+//!   once its *last* slot is published. The scheduler releases a message's packets in order and
+//!   keeps the progress in its own private array, indexed by the message's first slot; the client
+//!   frees slots only a whole message at a time, so that index is not reused while the message is
+//!   in flight.
 //!
 //! ## Who touches the data
-//! Between `tail` publication and the `done` mark of a position, the scheduler reads the slot's
-//! `cli` entry and writes its `sch` entry; outside that window only the client touches both (the
-//! client also reads its own `cli` entries at any time: both sides only read them in the window).
-//! The two windows are ordered by the Release/Acquire pairs above, so there is no data race. The
-//! loom model in `tests` checks exactly this (`cargo test -p schedlab-sched --features loom --lib
-//! ring`).
+//! Between a slot's publication and its `done` mark, the scheduler reads the slot's entry and
+//! writes its `sch` stamps; outside that window only the client touches them (the client also
+//! reads its own `cli_enq` inside the window: both sides only read it there). The two windows are
+//! ordered by the Release/Acquire pairs above, so there is no data race. The loom model in `tests`
+//! checks exactly this (`cargo test -p schedlab-sched --features loom --lib ring`).
 
 #[cfg(feature = "loom")]
 use loom::sync::{
@@ -92,13 +94,40 @@ impl<T> Cell<T> {
 }
 
 /// Client-written part of a slot (16 bytes: four per cache line).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Debug)]
 #[repr(C, align(16))]
-struct ClientData {
-    cli_enq: u64,
-    len: u32,
-    /// Packets in the message starting here (only meaningful in a message's first slot).
-    msg_len: u32,
+struct Entry {
+    cli_enq: Cell<u64>,
+    /// `tag << 42 | msg_len << 16 | len`, see [`word`].
+    word: AtomicU64,
+}
+
+/// Largest ring capacity: the slots (a power of two at least the capacity) must stay below 2^22,
+/// the tag's range (see the module documentation).
+pub const MAX_CAPACITY: usize = 1 << 21;
+/// Largest packet length a slot holds (the traffic file's limit, as the original's `uint16_t`).
+pub const MAX_LEN: u32 = 0xFFFF;
+
+const TAG_BITS: u32 = 22;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// The word the client stores for position `pos`: its tag, the message length (packets, in a
+/// message's first slot, else 0; at most [`MAX_CAPACITY`]) and the packet length.
+#[inline(always)]
+fn word(pos: u64, msg_len: u32, len: u32) -> u64 {
+    (((pos + 1) & TAG_MASK) << 42) | (u64::from(msg_len) << 16) | u64::from(len)
+}
+
+/// The tag a published word for `pos` carries.
+#[inline(always)]
+fn has_tag(w: u64, pos: u64) -> bool {
+    w >> 42 == (pos + 1) & TAG_MASK
+}
+
+/// (message length, packet length) of a word.
+#[inline(always)]
+fn fields(w: u64) -> (u32, u32) {
+    (((w >> 16) & ((1 << 26) - 1)) as u32, (w & 0xFFFF) as u32)
 }
 
 /// Scheduler-written stamps of a slot (16 bytes: four per cache line).
@@ -109,24 +138,18 @@ struct SchedData {
     sch_deq: u64,
 }
 
-/// A value alone in its cache lines (128 bytes: the adjacent-line prefetcher pairs lines).
-#[derive(Debug)]
-#[repr(align(128))]
-struct Padded<T>(T);
-
 #[derive(Debug)]
 struct Ring {
-    /// Packets published by the client (positions below it are readable by the scheduler).
-    tail: Padded<AtomicU64>,
-    cli: Box<[Cell<ClientData>]>,
+    ent: Box<[Entry]>,
     sch: Box<[Cell<SchedData>]>,
     done: Box<[AtomicU64]>,
 }
 
 // SAFETY: the `Cell`s are only accessed following the protocol in the module documentation: each
 // array has exactly one writer at a time, and hand-over between the client and the scheduler
-// goes through Release stores and Acquire loads of `tail` / `done`. The `Producer` and `Consumer`
-// handles are unique (not Clone), so there is one client and one scheduler per ring.
+// goes through Release stores and Acquire loads of the entries' words and of `done`. The
+// `Producer` and `Consumer` handles are unique (not Clone), so there is one client and one
+// scheduler per ring.
 unsafe impl Sync for Ring {}
 // SAFETY: the ring owns plain data and atomics; moving it between threads is fine.
 unsafe impl Send for Ring {}
@@ -161,13 +184,16 @@ fn mark(pos: u64, dropped: bool) -> u64 {
     ((pos + 1) << 1) | u64::from(dropped)
 }
 
-/// Creates a ring of `capacity` slots (at least 1) and its two unique ends.
+/// Creates a ring of `capacity` slots (1..=[`MAX_CAPACITY`]) and its two unique ends.
+///
+/// # Panics
+/// If `capacity` exceeds [`MAX_CAPACITY`] (the harness checks the queue size first).
 pub fn channel(capacity: usize) -> (Producer, Consumer) {
     let capacity = capacity.max(1);
+    assert!(capacity <= MAX_CAPACITY, "ring capacity {capacity} exceeds {MAX_CAPACITY}");
     let slots = capacity.next_power_of_two();
     let ring = Arc::new(Ring {
-        tail: Padded(AtomicU64::new(0)),
-        cli: (0..slots).map(|_| Cell::new(ClientData::default())).collect(),
+        ent: (0..slots).map(|_| Entry { cli_enq: Cell::new(0), word: AtomicU64::new(0) }).collect(),
         sch: (0..slots).map(|_| Cell::new(SchedData::default())).collect(),
         done: (0..slots).map(|_| AtomicU64::new(0)).collect(),
     });
@@ -183,7 +209,7 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             msg_len: vec![0; slots].into_boxed_slice(),
             counted: vec![false; slots].into_boxed_slice(),
         },
-        Consumer { ring, mask, cons: 0, tail: 0, progress: vec![0; slots].into_boxed_slice() },
+        Consumer { ring, mask, cons: 0, progress: vec![0; slots].into_boxed_slice() },
     )
 }
 
@@ -226,8 +252,12 @@ impl Producer {
 
     /// Pushes one message of `packets` packets of `len` bytes stamped `now`. The caller checks
     /// [`Producer::space`] first; returns false (pushing nothing) when it does not fit.
+    ///
+    /// # Panics
+    /// If `len` exceeds [`MAX_LEN`] (the traffic file's limit; the harness checks it first).
     #[inline]
     pub fn push(&mut self, packets: u32, len: u32, now: u64) -> bool {
+        assert!(len <= MAX_LEN, "packet length {len} exceeds {MAX_LEN}");
         if packets == 0 || u64::from(packets) > self.space() {
             return false;
         }
@@ -235,15 +265,15 @@ impl Producer {
         self.msg_len[(first & self.mask) as usize] = packets;
         for k in 0..u64::from(packets) {
             let pos = first + k;
-            let msg_len = if k == 0 { packets } else { 0 };
+            let e = &self.ring.ent[(pos & self.mask) as usize];
             // SAFETY: `pos < free + cap`, so the slot's previous occupant (at most `pos - cap`,
-            // the slots are at least `cap`) was released and its mark seen (`free` only passes
-            // fully released messages): the scheduler does not read this entry until we publish
-            // `tail` below.
-            self.ring.cli[(pos & self.mask) as usize].with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len } });
+            // the slots are at least `cap`) was taken and marked, and its mark seen (`free` only
+            // passes fully released messages): the scheduler does not read this entry until we
+            // store its word below.
+            e.cli_enq.with_mut(|p| unsafe { *p = now });
+            e.word.store(word(pos, if k == 0 { packets } else { 0 }, len), Ordering::Release);
         }
         self.prod = first + u64::from(packets);
-        self.ring.tail.0.store(self.prod, Ordering::Release);
         true
     }
 
@@ -325,9 +355,12 @@ impl Producer {
     #[inline]
     fn read(&self, pos: u64, dropped: bool, stamps: bool) -> Completion {
         let idx = (pos & self.mask) as usize;
-        // SAFETY: the client's own entry; the scheduler only reads it (and is done with it: the
-        // mark was loaded with Acquire before this call).
-        let c = self.ring.cli[idx].with(|p| unsafe { *p });
+        let e = &self.ring.ent[idx];
+        // SAFETY: the client's own `cli_enq`; the scheduler only reads it (and is done with it:
+        // the mark was loaded with Acquire before this call).
+        let cli_enq = e.cli_enq.with(|p| unsafe { *p });
+        // Our own store: Relaxed is enough.
+        let (_, len) = fields(e.word.load(Ordering::Relaxed));
         let s = if stamps {
             // SAFETY: the mark `done == (pos + 1) << 1 | dropped` was loaded with Acquire, so the
             // scheduler's writes to the stamps happened before, and it does not touch this entry
@@ -336,7 +369,7 @@ impl Producer {
         } else {
             SchedData::default()
         };
-        Completion { pos, cli_enq: c.cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len: c.len, dropped }
+        Completion { pos, cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len, dropped }
     }
 
     fn advance_free(&mut self) {
@@ -357,8 +390,6 @@ pub struct Consumer {
     mask: u64,
     /// Next position to take.
     cons: u64,
-    /// Scheduler-private copy of the client's `tail` (reloaded when `cons` reaches it).
-    tail: u64,
     /// Scheduler-private: packets of the message starting at this slot already released.
     progress: Box<[u32]>,
 }
@@ -369,68 +400,54 @@ impl Consumer {
         self.cons
     }
 
-    /// True when at least `n` packets from the cursor are published according to the private
-    /// copy of the client's `tail` (refreshed by [`Consumer::ready`] only).
+    /// The word of position `pos` if the client has published it.
     #[inline]
-    fn published(&self, n: u64) -> bool {
-        self.cons + n <= self.tail
+    fn published(&self, pos: u64) -> Option<u64> {
+        let w = self.ring.ent[(pos & self.mask) as usize].word.load(Ordering::Acquire);
+        has_tag(w, pos).then_some(w)
     }
 
-    /// True when the client has published the slot at the cursor (a cheap peek, no stamp). This
-    /// is the one place that reloads the client's `tail`, and only when everything up to the
-    /// private copy has been taken: a scheduler visit takes what was published when it began
-    /// (one read of the client's line per visit) instead of chasing the client packet by packet,
-    /// which would move the `tail` line between the two CPUs at every packet.
+    /// True when the client has published the slot at the cursor (a cheap peek, no stamp).
     #[inline]
-    pub fn ready(&mut self) -> bool {
-        if !self.published(1) {
-            self.tail = self.ring.tail.0.load(Ordering::Acquire);
-        }
-        self.published(1)
+    pub fn ready(&self) -> bool {
+        self.published(self.cons).is_some()
     }
 
-    /// Packets in the message at the cursor, if the client has published one (as of the last
-    /// [`Consumer::ready`]; a peek: nothing is taken or stamped).
+    /// Packets in the message at the cursor, if the client has published its first slot (a
+    /// peek: nothing is taken or stamped).
     #[inline]
     pub fn peek_packets(&self) -> Option<u32> {
-        if !self.published(1) {
-            return None;
-        }
-        // SAFETY: as in `take`: the entry is published and not yet marked; we only read it.
-        let c = self.ring.cli[(self.cons & self.mask) as usize].with(|p| unsafe { *p });
-        Some(c.msg_len.max(1))
+        self.published(self.cons).map(|w| fields(w).0.max(1))
     }
 
-    /// The next complete message, if the client had published one at the last
-    /// [`Consumer::ready`], stamped no later than `now`; it is taken (the cursor moves past it)
-    /// and stamped `now` as its scheduler enqueue time.
+    /// The next complete message, if the client has published one stamped no later than `now`;
+    /// it is taken (the cursor moves past it) and stamped `now` as its scheduler enqueue time.
     /// (A message stamped after `now` stays for the next visit, so that `sch_enq >= cli_enq`
     /// always: the caller reads its clock after seeing the ring, see [`Consumer::ready`].)
     #[inline]
     pub fn take(&mut self, now: u64) -> Option<Incoming> {
-        if !self.published(1) {
-            return None;
-        }
         let pos = self.cons;
+        let w = self.published(pos)?;
         let idx = (pos & self.mask) as usize;
-        // SAFETY: `pos < tail` (Acquire) means the client wrote the entry and will not touch it
-        // until it sees our `done` mark.
-        let c = self.ring.cli[idx].with(|p| unsafe { *p });
-        if c.cli_enq > now {
+        // SAFETY: the word's tag (Acquire) shows the client wrote the entry, and it will not
+        // touch it until it sees our `done` mark.
+        let cli_enq = self.ring.ent[idx].cli_enq.with(|p| unsafe { *p });
+        if cli_enq > now {
             return None;
         }
-        let n = c.msg_len.max(1);
-        if n > 1 && !self.published(u64::from(n)) {
-            return None; // cannot happen (one `tail` store per message); kept for robustness
+        let (msg_len, len) = fields(w);
+        let n = msg_len.max(1);
+        if n > 1 && self.published(pos + u64::from(n) - 1).is_none() {
+            return None; // the client is still writing the message
         }
         for k in 0..u64::from(n) {
-            // SAFETY: every slot of the message is published and not yet marked: the stamps are
-            // ours.
+            // SAFETY: every slot of the message is published (the last one's Acquire above orders
+            // the client's earlier writes) and not yet marked: the stamps are ours.
             self.ring.sch[((pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
         }
         self.progress[idx] = 0;
         self.cons = pos + u64::from(n);
-        Some(Incoming { pos, packets: n, len: c.len, cli_enq: c.cli_enq })
+        Some(Incoming { pos, packets: n, len, cli_enq })
     }
 
     /// Releases the next packet of the message whose first packet is at `first` (taken with
@@ -523,10 +540,47 @@ mod tests {
         }
         assert_eq!(p.space(), 0);
         assert!(!p.push(1, 60, 9));
-        // The scheduler sees what was published at its last ready(), not more.
-        assert!(c.take(99).is_none(), "published after the last ready()");
         assert!(c.ready());
         assert_eq!(c.take(99).map(|m| m.pos), Some(4));
+    }
+
+    /// The tag distinguishes a slot's two possible occupants (`pos` and `pos - slots`) and the
+    /// initial zero word, across the tag's wrap-around, for every slot count the ring allows.
+    #[test]
+    fn tags_never_confuse_laps() {
+        let wrap = 1u64 << TAG_BITS;
+        for slots in [1u64, 2, 4, 1 << 10, MAX_CAPACITY as u64] {
+            for pos in [slots, wrap - 2, wrap - 1, wrap, wrap + 1, 3 * wrap + 5] {
+                let w = word(pos, 1, 60);
+                assert!(has_tag(w, pos));
+                assert!(!has_tag(word(pos - slots, 1, 60), pos), "slots {slots}, pos {pos}");
+            }
+            for pos in 0..slots.min(1 << 12) {
+                assert!(!has_tag(0, pos), "the initial word is not position {pos}");
+            }
+        }
+        assert!(!has_tag(0, MAX_CAPACITY as u64 - 1));
+        assert_eq!(fields(word(7, MAX_CAPACITY as u32, MAX_LEN)), (MAX_CAPACITY as u32, MAX_LEN));
+    }
+
+    /// A one-slot ring laps past the tag's wrap-around (2^22 positions) without losing or
+    /// duplicating a packet.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn one_slot_ring_laps_past_the_tag_wrap() {
+        let (mut p, mut c) = channel(1);
+        let n = (1u64 << TAG_BITS) + 100;
+        for i in 0..n {
+            assert!(p.push(1, 60, i));
+            assert!(!p.push(1, 60, i), "one slot");
+            let m = c.take(i).unwrap();
+            assert_eq!((m.pos, m.cli_enq), (i, i));
+            assert!(c.take(i).is_none(), "nothing else published");
+            c.release(m.pos, i, false);
+            let k = p.marks(u64::MAX);
+            assert_eq!(k, 1);
+            p.consume(k, false, |x| assert_eq!(x.pos, i));
+        }
     }
 
     #[test]
@@ -563,7 +617,7 @@ mod tests {
                 let mut expect = 0u64;
                 let mut seen_msgs = 0u64;
                 while seen_msgs < MSGS {
-                    if let Some(m) = c.ready().then(|| c.take(seen_msgs)).flatten() {
+                    if let Some(m) = c.take(seen_msgs) {
                         assert_eq!(m.pos, expect);
                         assert_eq!(m.cli_enq, seen_msgs, "payload of message {seen_msgs}");
                         assert_eq!(m.len, 60 + m.packets);
@@ -616,7 +670,7 @@ mod loom_tests {
                 let mut taken = 0;
                 let mut stamps = Vec::new();
                 while taken < 2 {
-                    if let Some(m) = c.ready().then(|| c.take(10)).flatten() {
+                    if let Some(m) = c.take(10) {
                         stamps.push(m.cli_enq);
                         for _ in 0..m.packets {
                             c.release(m.pos, 7, false);

@@ -181,7 +181,14 @@ fn spin_until(clock: &Clock, t: u64, y: &mut RtYield, phase: &AtomicU8) {
 /// Runs the configuration. `interrupt` (Ctrl-C) ends it early; results are partial then.
 pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
-    anyhow::ensure!(cfg.queue >= 1, "the queue size (-q) must be at least 1");
+    anyhow::ensure!(
+        (1..=crate::ring::MAX_CAPACITY).contains(&cfg.queue),
+        "the queue size (-q) must be in 1..={}",
+        crate::ring::MAX_CAPACITY
+    );
+    if let Some(s) = cfg.traffic.programs.iter().flatten().find(|s| s.pkt_len > crate::ring::MAX_LEN) {
+        anyhow::bail!("packet length {} exceeds {} bytes", s.pkt_len, crate::ring::MAX_LEN);
+    }
     anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
     if cfg.alg.message_level() {
         if let Some((i, s)) = cfg
