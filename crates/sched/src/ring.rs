@@ -9,11 +9,14 @@
 //!
 //! ## Layout (what crosses between the two CPUs, and how often)
 //! Each side writes its own arrays; no cache line is written by both sides:
-//! - `ent`: 16 bytes per slot, written by the client, read by the scheduler: `cli_enq` and one
-//!   atomic word holding the packet length, the message length and the slot's tag (the low bits
-//!   of `pos + 1`). The tag *is* the publication, as the original's non-zero length: four packets
-//!   per 64-byte line, and one line read gives the scheduler both the news and the data (no
-//!   separate tail index whose line would move between the CPUs at every pass);
+//! - `ent`: 16 bytes per slot (`cli_enq`, packet length, message length), written by the client,
+//!   read by the scheduler: four packets per 64-byte line (aligned), as the original's entries;
+//! - `tail`: the count of packets the client has published, alone in its own (128-byte) line.
+//!   The client stores it once per completed line of entries (and at the end of a multi-packet
+//!   message, and whenever it is about to stop pushing: [`Producer::flush`]), so the scheduler
+//!   reads whole lines the client has finished with instead of polling the line the client is
+//!   writing (which would move that line between the CPUs at every packet, twice); the scheduler
+//!   keeps a private copy and reloads it only once it has taken everything up to it;
 //! - `done`: one 8-byte mark per slot, written by the scheduler, read by the client: eight marks
 //!   per line (the original's `s_head`, but per slot, because message policies may release a
 //!   client's messages out of order);
@@ -21,32 +24,30 @@
 //!   only while it records timestamps, so when it does not their lines never leave the
 //!   scheduler's cache.
 //!
-//! The arrays have a power-of-two number of slots (at least the capacity), so a position's slot
-//! is `pos & mask` (no division on the hot path); at most `capacity` packets are in flight.
+//! The arrays have a power-of-two number of slots (at least the capacity, at least a line), so a
+//! position's slot is `pos & mask` (no division on the hot path); at most `capacity` packets are
+//! in flight.
 //!
 //! ## Protocol (cursors are private to each side)
-//! - The client writes `cli_enq` of the slot for position `pos`, then stores its word with the
-//!   tag `(pos + 1) mod 2^22` (Release); the scheduler, at its cursor `pos`, sees the packet when
-//!   the tag matches (Acquire). A slot only ever holds position `pos` or `pos - slots` (the client
-//!   refills a slot only after its previous packet was taken and marked), and the slots are fewer
-//!   than 2^22 ([`MAX_CAPACITY`]), so the two tags differ and an earlier lap is never mistaken for
-//!   the current one; the initial word 0 has tag 0, which no position of the first lap has.
+//! - The client writes the entries of a message, then (at once, or at a later [`Producer::flush`]
+//!   or line completion) stores `tail` past them (Release); the scheduler, at its cursor `pos`,
+//!   sees the packet when `tail > pos` (Acquire). `tail` only ever covers whole messages.
 //! - `done`: the scheduler stores `(pos + 1) << 1 | dropped` (Release) after writing its stamps
-//!   into `sch`; the client sees the mark when `done >> 1 == pos + 1` (Acquire). Positions grow
-//!   forever (u64), so these marks are never ambiguous.
+//!   into `sch`; the client sees the mark when `done >> 1 == pos + 1` (Acquire).
+//! - Positions grow forever (u64), so a mark from an earlier lap can never be mistaken for the
+//!   current one (no ABA).
 //! - Messages: a multi-packet message occupies consecutive positions; its first slot holds the
-//!   message length. The client publishes the slots in order, so the scheduler takes a message
-//!   once its *last* slot is published. The scheduler releases a message's packets in order and
-//!   keeps the progress in its own private array, indexed by the message's first slot; the client
-//!   frees slots only a whole message at a time, so that index is not reused while the message is
-//!   in flight.
+//!   message length. The scheduler releases a message's packets in order and keeps the progress
+//!   in its own private array, indexed by the message's first slot; the client frees slots only a
+//!   whole message at a time, so that index is not reused while the message is in flight.
 //!
 //! ## Who touches the data
-//! Between a slot's publication and its `done` mark, the scheduler reads the slot's entry and
-//! writes its `sch` stamps; outside that window only the client touches them (the client also
-//! reads its own `cli_enq` inside the window: both sides only read it there). The two windows are
-//! ordered by the Release/Acquire pairs above, so there is no data race. The loom model in `tests`
-//! checks exactly this (`cargo test -p schedlab-sched --features loom --lib ring`).
+//! Between `tail` publication and the `done` mark of a position, the scheduler reads the slot's
+//! entry and writes its `sch` stamps; outside that window only the client touches both (the
+//! client also reads its own entries at any time: both sides only read them in the window).
+//! The two windows are ordered by the Release/Acquire pairs above, so there is no data race. The
+//! loom model in `tests` checks exactly this (`cargo test -p schedlab-sched --features loom --lib
+//! ring`).
 
 #[cfg(feature = "loom")]
 use loom::sync::{
@@ -94,41 +95,32 @@ impl<T> Cell<T> {
 }
 
 /// Client-written part of a slot (16 bytes: four per cache line).
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(16))]
-struct Entry {
-    cli_enq: Cell<u64>,
-    /// `tag << 42 | msg_len << 16 | len`, see [`word`].
-    word: AtomicU64,
+struct ClientData {
+    cli_enq: u64,
+    len: u32,
+    /// Packets in the message starting here (only meaningful in a message's first slot).
+    msg_len: u32,
 }
 
-/// Largest ring capacity: the slots (a power of two at least the capacity) must stay below 2^22,
-/// the tag's range (see the module documentation).
+/// Entries per cache line.
+const PER_LINE: u64 = 4;
+
+/// One cache line of client entries.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct Line([Cell<ClientData>; PER_LINE as usize]);
+
+/// Largest ring capacity (the harness checks the queue size against it).
 pub const MAX_CAPACITY: usize = 1 << 21;
-/// Largest packet length a slot holds (the traffic file's limit, as the original's `uint16_t`).
+/// Largest packet length (the traffic file's limit, as the original's `uint16_t`).
 pub const MAX_LEN: u32 = 0xFFFF;
 
-const TAG_BITS: u32 = 22;
-const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
-
-/// The word the client stores for position `pos`: its tag, the message length (packets, in a
-/// message's first slot, else 0; at most [`MAX_CAPACITY`]) and the packet length.
-#[inline(always)]
-fn word(pos: u64, msg_len: u32, len: u32) -> u64 {
-    (((pos + 1) & TAG_MASK) << 42) | (u64::from(msg_len) << 16) | u64::from(len)
-}
-
-/// The tag a published word for `pos` carries.
-#[inline(always)]
-fn has_tag(w: u64, pos: u64) -> bool {
-    w >> 42 == (pos + 1) & TAG_MASK
-}
-
-/// (message length, packet length) of a word.
-#[inline(always)]
-fn fields(w: u64) -> (u32, u32) {
-    (((w >> 16) & ((1 << 26) - 1)) as u32, (w & 0xFFFF) as u32)
-}
+/// A value alone in its cache lines (128 bytes: the adjacent-line prefetcher pairs lines).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
 
 /// Scheduler-written stamps of a slot (16 bytes: four per cache line).
 #[derive(Clone, Copy, Debug, Default)]
@@ -140,16 +132,24 @@ struct SchedData {
 
 #[derive(Debug)]
 struct Ring {
-    ent: Box<[Entry]>,
+    /// Packets published by the client (positions below it are readable by the scheduler).
+    tail: Padded<AtomicU64>,
+    ent: Box<[Line]>,
     sch: Box<[Cell<SchedData>]>,
     done: Box<[AtomicU64]>,
 }
 
+impl Ring {
+    #[inline(always)]
+    fn entry(&self, idx: usize) -> &Cell<ClientData> {
+        &self.ent[idx / PER_LINE as usize].0[idx % PER_LINE as usize]
+    }
+}
+
 // SAFETY: the `Cell`s are only accessed following the protocol in the module documentation: each
 // array has exactly one writer at a time, and hand-over between the client and the scheduler
-// goes through Release stores and Acquire loads of the entries' words and of `done`. The
-// `Producer` and `Consumer` handles are unique (not Clone), so there is one client and one
-// scheduler per ring.
+// goes through Release stores and Acquire loads of `tail` / `done`. The `Producer` and `Consumer`
+// handles are unique (not Clone), so there is one client and one scheduler per ring.
 unsafe impl Sync for Ring {}
 // SAFETY: the ring owns plain data and atomics; moving it between threads is fine.
 unsafe impl Send for Ring {}
@@ -191,9 +191,11 @@ fn mark(pos: u64, dropped: bool) -> u64 {
 pub fn channel(capacity: usize) -> (Producer, Consumer) {
     let capacity = capacity.max(1);
     assert!(capacity <= MAX_CAPACITY, "ring capacity {capacity} exceeds {MAX_CAPACITY}");
-    let slots = capacity.next_power_of_two();
+    let slots = capacity.next_power_of_two().max(PER_LINE as usize);
+    let line = || Line(std::array::from_fn(|_| Cell::new(ClientData::default())));
     let ring = Arc::new(Ring {
-        ent: (0..slots).map(|_| Entry { cli_enq: Cell::new(0), word: AtomicU64::new(0) }).collect(),
+        tail: Padded(AtomicU64::new(0)),
+        ent: (0..slots / PER_LINE as usize).map(|_| line()).collect(),
         sch: (0..slots).map(|_| Cell::new(SchedData::default())).collect(),
         done: (0..slots).map(|_| AtomicU64::new(0)).collect(),
     });
@@ -204,12 +206,13 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             cap: capacity as u64,
             mask,
             prod: 0,
+            published: 0,
             seen: 0,
             free: 0,
             msg_len: vec![0; slots].into_boxed_slice(),
             counted: vec![false; slots].into_boxed_slice(),
         },
-        Consumer { ring, mask, cons: 0, progress: vec![0; slots].into_boxed_slice() },
+        Consumer { ring, mask, cons: 0, tail: 0, progress: vec![0; slots].into_boxed_slice() },
     )
 }
 
@@ -221,6 +224,8 @@ pub struct Producer {
     mask: u64,
     /// Next position to fill.
     prod: u64,
+    /// The last `tail` stored (positions from it to `prod` are written but not yet visible).
+    published: u64,
     /// Next position whose mark has not been counted yet.
     seen: u64,
     /// First position not yet freed (slots below it may be refilled).
@@ -253,6 +258,10 @@ impl Producer {
     /// Pushes one message of `packets` packets of `len` bytes stamped `now`. The caller checks
     /// [`Producer::space`] first; returns false (pushing nothing) when it does not fit.
     ///
+    /// The message becomes visible to the scheduler at once when it completes a line of entries
+    /// or has several packets; otherwise at the next line completion or [`Producer::flush`],
+    /// which the caller must call before it stops pushing for a while.
+    ///
     /// # Panics
     /// If `len` exceeds [`MAX_LEN`] (the traffic file's limit; the harness checks it first).
     #[inline]
@@ -265,16 +274,32 @@ impl Producer {
         self.msg_len[(first & self.mask) as usize] = packets;
         for k in 0..u64::from(packets) {
             let pos = first + k;
-            let e = &self.ring.ent[(pos & self.mask) as usize];
+            let msg_len = if k == 0 { packets } else { 0 };
             // SAFETY: `pos < free + cap`, so the slot's previous occupant (at most `pos - cap`,
-            // the slots are at least `cap`) was taken and marked, and its mark seen (`free` only
-            // passes fully released messages): the scheduler does not read this entry until we
-            // store its word below.
-            e.cli_enq.with_mut(|p| unsafe { *p = now });
-            e.word.store(word(pos, if k == 0 { packets } else { 0 }, len), Ordering::Release);
+            // the slots are at least `cap`) was released and its mark seen (`free` only passes
+            // fully released messages): the scheduler does not read this entry until we publish
+            // a `tail` past it.
+            self.ring.entry((pos & self.mask) as usize).with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len } });
         }
         self.prod = first + u64::from(packets);
+        if packets > 1 || self.prod % PER_LINE == 0 {
+            self.flush();
+        }
         true
+    }
+
+    /// Makes every pushed packet visible to the scheduler (one store, only if some are not).
+    #[inline]
+    pub fn flush(&mut self) {
+        if self.published != self.prod {
+            self.published = self.prod;
+            self.ring.tail.0.store(self.prod, Ordering::Release);
+        }
+    }
+
+    /// Packets pushed but not yet visible to the scheduler (see [`Producer::flush`]).
+    pub fn unpublished(&self) -> u64 {
+        self.prod - self.published
     }
 
     /// True when the packet at `pos` (not yet counted) has been released.
@@ -355,12 +380,9 @@ impl Producer {
     #[inline]
     fn read(&self, pos: u64, dropped: bool, stamps: bool) -> Completion {
         let idx = (pos & self.mask) as usize;
-        let e = &self.ring.ent[idx];
-        // SAFETY: the client's own `cli_enq`; the scheduler only reads it (and is done with it:
-        // the mark was loaded with Acquire before this call).
-        let cli_enq = e.cli_enq.with(|p| unsafe { *p });
-        // Our own store: Relaxed is enough.
-        let (_, len) = fields(e.word.load(Ordering::Relaxed));
+        // SAFETY: the client's own entry; the scheduler only reads it (and is done with it: the
+        // mark was loaded with Acquire before this call).
+        let c = self.ring.entry(idx).with(|p| unsafe { *p });
         let s = if stamps {
             // SAFETY: the mark `done == (pos + 1) << 1 | dropped` was loaded with Acquire, so the
             // scheduler's writes to the stamps happened before, and it does not touch this entry
@@ -369,7 +391,7 @@ impl Producer {
         } else {
             SchedData::default()
         };
-        Completion { pos, cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len, dropped }
+        Completion { pos, cli_enq: c.cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len: c.len, dropped }
     }
 
     fn advance_free(&mut self) {
@@ -390,6 +412,8 @@ pub struct Consumer {
     mask: u64,
     /// Next position to take.
     cons: u64,
+    /// Scheduler-private copy of the client's `tail` (reloaded by [`Consumer::ready`]).
+    tail: u64,
     /// Scheduler-private: packets of the message starting at this slot already released.
     progress: Box<[u32]>,
 }
@@ -400,54 +424,58 @@ impl Consumer {
         self.cons
     }
 
-    /// The word of position `pos` if the client has published it.
+    /// True when the client has published the slot at the cursor (a cheap peek, no stamp). This
+    /// is the one place that reloads the client's `tail`, and only when everything up to the
+    /// private copy has been taken: a scheduler visit takes what was published when it began.
     #[inline]
-    fn published(&self, pos: u64) -> Option<u64> {
-        let w = self.ring.ent[(pos & self.mask) as usize].word.load(Ordering::Acquire);
-        has_tag(w, pos).then_some(w)
+    pub fn ready(&mut self) -> bool {
+        if self.cons >= self.tail {
+            self.tail = self.ring.tail.0.load(Ordering::Acquire);
+        }
+        self.cons < self.tail
     }
 
-    /// True when the client has published the slot at the cursor (a cheap peek, no stamp).
-    #[inline]
-    pub fn ready(&self) -> bool {
-        self.published(self.cons).is_some()
-    }
-
-    /// Packets in the message at the cursor, if the client has published its first slot (a
-    /// peek: nothing is taken or stamped).
+    /// Packets in the message at the cursor, if the client had published it at the last
+    /// [`Consumer::ready`] (a peek: nothing is taken or stamped).
     #[inline]
     pub fn peek_packets(&self) -> Option<u32> {
-        self.published(self.cons).map(|w| fields(w).0.max(1))
+        if self.cons >= self.tail {
+            return None;
+        }
+        // SAFETY: as in `take`: the entry is published and not yet marked; we only read it.
+        let c = self.ring.entry((self.cons & self.mask) as usize).with(|p| unsafe { *p });
+        Some(c.msg_len.max(1))
     }
 
-    /// The next complete message, if the client has published one stamped no later than `now`;
-    /// it is taken (the cursor moves past it) and stamped `now` as its scheduler enqueue time.
-    /// (A message stamped after `now` stays for the next visit, so that `sch_enq >= cli_enq`
-    /// always: the caller reads its clock after seeing the ring, see [`Consumer::ready`].)
+    /// The next message, if the client had published it at the last [`Consumer::ready`] and
+    /// stamped it no later than `now`; it is taken (the cursor moves past it) and stamped `now` as
+    /// its scheduler enqueue time. (A message stamped after `now` stays for the next visit, so
+    /// that `sch_enq >= cli_enq` always: the caller reads its clock after seeing the ring.)
     #[inline]
     pub fn take(&mut self, now: u64) -> Option<Incoming> {
         let pos = self.cons;
-        let w = self.published(pos)?;
-        let idx = (pos & self.mask) as usize;
-        // SAFETY: the word's tag (Acquire) shows the client wrote the entry, and it will not
-        // touch it until it sees our `done` mark.
-        let cli_enq = self.ring.ent[idx].cli_enq.with(|p| unsafe { *p });
-        if cli_enq > now {
+        if pos >= self.tail {
             return None;
         }
-        let (msg_len, len) = fields(w);
-        let n = msg_len.max(1);
-        if n > 1 && self.published(pos + u64::from(n) - 1).is_none() {
-            return None; // the client is still writing the message
+        let idx = (pos & self.mask) as usize;
+        // SAFETY: `pos < tail` (Acquire) means the client wrote the entry and will not touch it
+        // until it sees our `done` mark.
+        let c = self.ring.entry(idx).with(|p| unsafe { *p });
+        if c.cli_enq > now {
+            return None;
+        }
+        let n = c.msg_len.max(1);
+        if pos + u64::from(n) > self.tail {
+            return None; // cannot happen (`tail` covers whole messages); kept for robustness
         }
         for k in 0..u64::from(n) {
-            // SAFETY: every slot of the message is published (the last one's Acquire above orders
-            // the client's earlier writes) and not yet marked: the stamps are ours.
+            // SAFETY: every slot of the message is published and not yet marked: the stamps are
+            // ours.
             self.ring.sch[((pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
         }
         self.progress[idx] = 0;
         self.cons = pos + u64::from(n);
-        Some(Incoming { pos, packets: n, len, cli_enq })
+        Some(Incoming { pos, packets: n, len: c.len, cli_enq: c.cli_enq })
     }
 
     /// Releases the next packet of the message whose first packet is at `first` (taken with
@@ -544,43 +572,35 @@ mod tests {
         assert_eq!(c.take(99).map(|m| m.pos), Some(4));
     }
 
-    /// The tag distinguishes a slot's two possible occupants (`pos` and `pos - slots`) and the
-    /// initial zero word, across the tag's wrap-around, for every slot count the ring allows.
+    /// A single packet becomes visible when it completes a line or at `flush`; a message at
+    /// once; the scheduler sees what was published at its last `ready`.
     #[test]
-    fn tags_never_confuse_laps() {
-        let wrap = 1u64 << TAG_BITS;
-        for slots in [1u64, 2, 4, 1 << 10, MAX_CAPACITY as u64] {
-            for pos in [slots, wrap - 2, wrap - 1, wrap, wrap + 1, 3 * wrap + 5] {
-                let w = word(pos, 1, 60);
-                assert!(has_tag(w, pos));
-                assert!(!has_tag(word(pos - slots, 1, 60), pos), "slots {slots}, pos {pos}");
-            }
-            for pos in 0..slots.min(1 << 12) {
-                assert!(!has_tag(0, pos), "the initial word is not position {pos}");
-            }
+    fn publication_by_line_message_and_flush() {
+        let (mut p, mut c) = channel(16);
+        assert!(p.push(1, 60, 1));
+        assert_eq!(p.unpublished(), 1);
+        assert!(!c.ready(), "a lone packet waits for its line or a flush");
+        p.flush();
+        assert_eq!(p.unpublished(), 0);
+        assert!(c.ready());
+        assert_eq!(c.take(10).map(|m| m.pos), Some(0));
+        for t in 2..5 {
+            assert!(p.push(1, 60, t));
         }
-        assert!(!has_tag(0, MAX_CAPACITY as u64 - 1));
-        assert_eq!(fields(word(7, MAX_CAPACITY as u32, MAX_LEN)), (MAX_CAPACITY as u32, MAX_LEN));
-    }
-
-    /// A one-slot ring laps past the tag's wrap-around (2^22 positions) without losing or
-    /// duplicating a packet.
-    #[test]
-    #[cfg_attr(miri, ignore)]
-    fn one_slot_ring_laps_past_the_tag_wrap() {
-        let (mut p, mut c) = channel(1);
-        let n = (1u64 << TAG_BITS) + 100;
-        for i in 0..n {
-            assert!(p.push(1, 60, i));
-            assert!(!p.push(1, 60, i), "one slot");
-            let m = c.take(i).unwrap();
-            assert_eq!((m.pos, m.cli_enq), (i, i));
-            assert!(c.take(i).is_none(), "nothing else published");
-            c.release(m.pos, i, false);
-            let k = p.marks(u64::MAX);
-            assert_eq!(k, 1);
-            p.consume(k, false, |x| assert_eq!(x.pos, i));
-        }
+        assert_eq!(p.unpublished(), 0, "the fourth packet completed the line");
+        assert!(p.push(3, 60, 5));
+        assert_eq!(p.unpublished(), 0, "messages are published at once");
+        assert!(p.push(1, 60, 6));
+        assert_eq!(p.unpublished(), 0, "position 7 completed the second line");
+        assert!(p.push(1, 60, 7));
+        assert!(c.ready());
+        let taken: Vec<u64> = std::iter::from_fn(|| c.take(10).map(|m| m.pos)).collect();
+        assert_eq!(taken, vec![1, 2, 3, 4, 7]);
+        assert!(c.take(10).is_none(), "position 8 was pushed but not flushed");
+        p.flush();
+        assert!(c.take(10).is_none(), "not before the next ready()");
+        assert!(c.ready());
+        assert_eq!(c.take(10).map(|m| m.pos), Some(8));
     }
 
     #[test]
@@ -589,6 +609,7 @@ mod tests {
         for _ in 0..3 {
             p.push(1, 60, 0);
         }
+        p.flush();
         assert!(c.ready());
         for _ in 0..3 {
             c.take(0).unwrap();
@@ -617,7 +638,7 @@ mod tests {
                 let mut expect = 0u64;
                 let mut seen_msgs = 0u64;
                 while seen_msgs < MSGS {
-                    if let Some(m) = c.take(seen_msgs) {
+                    if let Some(m) = c.take(seen_msgs).or_else(|| c.ready().then(|| c.take(seen_msgs)).flatten()) {
                         assert_eq!(m.pos, expect);
                         assert_eq!(m.cli_enq, seen_msgs, "payload of message {seen_msgs}");
                         assert_eq!(m.len, 60 + m.packets);
@@ -641,9 +662,12 @@ mod tests {
                     assert!(p.push(n, 60 + n, msg));
                     sent += u64::from(n);
                     msg += 1;
+                } else {
+                    p.flush(); // waiting for space: what was pushed must be visible
                 }
                 got += p.poll(|x| assert!(x.sch_enq == x.cli_enq && x.sch_deq == x.cli_enq));
             }
+            p.flush();
             while got < sent {
                 got += p.poll(|_| {});
             }
@@ -670,7 +694,7 @@ mod loom_tests {
                 let mut taken = 0;
                 let mut stamps = Vec::new();
                 while taken < 2 {
-                    if let Some(m) = c.take(10) {
+                    if let Some(m) = c.take(10).or_else(|| c.ready().then(|| c.take(10)).flatten()) {
                         stamps.push(m.cli_enq);
                         for _ in 0..m.packets {
                             c.release(m.pos, 7, false);
@@ -689,6 +713,7 @@ mod loom_tests {
                     loom::thread::yield_now();
                 }
                 assert!(p.push(n, 60, i));
+                p.flush();
             }
             while got < 3 {
                 got += p.poll(|x| assert_eq!(x.sch_deq, 7));

@@ -639,6 +639,9 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             }
             rt.tick(now);
             let mut did = false;
+            // Packets pushed in this iteration: a single packet is published with its line of
+            // entries (or at the next iteration that pushes none); see `Producer::flush`.
+            let mut pushed = 0u32;
             if poll_due {
                 if marks > 0 {
                     st.consume(&mut ring, marks, now);
@@ -663,6 +666,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
                         ring.push(1, spec.pkt_len, now);
                     }
                 }
+                pushed = fit;
                 generated += u64::from(want);
                 ring_drops += u64::from(want - fit);
                 if let Some(log) = st.log.as_mut() {
@@ -670,6 +674,9 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
                 }
                 next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
                 did = true;
+            }
+            if pushed != 1 {
+                ring.flush();
             }
             if ctx.distributed {
                 maybe_schedule(shared, me, &mut tries, &mut passes);
@@ -680,6 +687,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         }
         spec_start = spec_end;
     }
+    ring.flush();
     // Program over: keep seeing marks until the run stops.
     let mut idle_spins = 0u32;
     while shared.phase.load(Ordering::Relaxed) == RUN {
