@@ -863,14 +863,15 @@ impl Report {
         let secs = self.elapsed_s.max(1e-9);
         let polls: u64 = self.clients.iter().map(|c| c.mark_polls).sum();
         s += &format!(
-            "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped\n",
+            "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped, {} visits deferred (link idle)\n",
             polls as f64 / secs,
             k.publishes as f64 / secs,
             k.fetches as f64 / secs,
             self.qmax_pkts,
             self.qmin_pkts,
             k.qlimit_hits,
-            k.qlimit_drops
+            k.qlimit_drops,
+            k.qlimit_deferred
         );
         if let Some(d) = &self.distributed_cost {
             s += &format!(

@@ -476,7 +476,7 @@ struct ClientState {
 }
 
 impl ClientState {
-    #[inline]
+    #[inline(always)]
     fn complete(&mut self, c: Completion, now: u64) {
         if let Some(log) = self.log.as_mut() {
             log.completed(&c, now);
