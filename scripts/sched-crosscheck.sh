@@ -17,6 +17,15 @@
 # integrator can re-run it quietly: scripts/sched-crosscheck.sh --orig DIR 2>/dev/null.
 # Both programs poll with the same intervals: the original reads -i/-c in nanoseconds, schedlab
 # reads bare numbers in microseconds (as the seed's README says), so schedlab gets "ns" suffixes.
+#
+# Placement (the same for both programs, printed in the output's header and checked per case):
+# the scheduler runs on CPU --sched-cpu (-a, default 1). The original pins client i to core
+# {0,4,1,5,2,6}[i % 6]; its main() first pins *itself* to each client's core in turn, so a core
+# that does not exist (4 on a 2-CPU machine) leaves that client on the last core that did (its
+# threads inherit main()'s mask). On 2 CPUs: 1 client on CPU 0; 2 clients both on CPU 0, sharing
+# it, with the scheduler alone on CPU 1. schedlab gets exactly those CPUs with --client-cpus, and
+# each case's first trial prints where both programs' clients went (the original's "thread cli-NN
+# on core" / "Unable to set affinity" lines; schedlab's per-client "cpu C, pinned to P" lines).
 set -euo pipefail
 
 ORIG=""
@@ -35,7 +44,7 @@ while [ $# -gt 0 ]; do
         --table) TABLE=1; shift ;;
         --clients) CLIENTS="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "sched-crosscheck: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -73,17 +82,57 @@ if [ -n "$ORIG" ]; then
 fi
 cd "$WORK"
 
-# mpps_orig ARGS...: the original's TOTAL line "... %.3e pkts %.3e pps" -> Mpps.
+# mpps_orig ARGS...: the original's TOTAL line "... %.3e pkts %.3e pps" -> Mpps (its whole
+# output is kept in $WORK/orig.out for the placement lines).
 mpps_orig() {
-    local out
-    out=$("$ORIG_BIN" "$@" 2>&1 || true)
-    echo "$out" | awk '/TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "pps") v = $i } END { if (v == "") print "nan"; else printf "%.3f\n", v / 1e6 }'
+    "$ORIG_BIN" "$@" > "$WORK/orig.out" 2>&1 || true
+    awk '/TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "pps") v = $i } END { if (v == "") print "nan"; else printf "%.3f\n", v / 1e6 }' "$WORK/orig.out"
 }
-# mpps_ours ARGS...: schedlab's TOTAL line "... X.XXX Mpps ..." -> Mpps.
+# mpps_ours ARGS...: schedlab's TOTAL line "... X.XXX Mpps ..." -> Mpps (output in $WORK/ours.out).
 mpps_ours() {
-    local out
-    out=$("$SCHEDLAB" sched "$@" 2>&1 || true)
-    echo "$out" | awk '/^TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "Mpps") v = $i } END { if (v == "") print "nan"; else print v }'
+    "$SCHEDLAB" sched "$@" > "$WORK/ours.out" 2>&1 || true
+    awk '/^TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "Mpps") v = $i } END { if (v == "") print "nan"; else print v }' "$WORK/ours.out"
+}
+# orig_client_cpus T: the CPUs the original's T clients end up on (see the header), comma-separated.
+orig_client_cpus() {
+    local t=$1 i c last=0 out="" cores=(0 4 1 5 2 6)
+    for ((i = 0; i < t; i++)); do
+        c=${cores[i % 6]}
+        if [ "$c" -lt "$NCPU" ]; then last=$c; fi
+    done
+    for ((i = 0; i < t; i++)); do
+        c=${cores[i % 6]}
+        if [ "$c" -ge "$NCPU" ]; then c=$last; fi
+        out="$out${out:+,}$c"
+    done
+    echo "$out"
+}
+# client_cpus_arg T: schedlab's --client-cpus for that placement (client i -> LIST[i % len], so
+# one CPU for all when they all share it; the list itself when it has no repeats).
+client_cpus_arg() {
+    local list uniq
+    list=$(orig_client_cpus "$1")
+    uniq=$(echo "$list" | tr ',' '\n' | sort -un | paste -sd, -)
+    if [ "$(echo "$uniq" | tr ',' '\n' | wc -l)" = 1 ]; then
+        echo "$uniq"
+    elif [ "$(echo "$list" | tr ',' '\n' | sort -n | uniq -d)" = "" ]; then
+        echo "$list"
+    else
+        log "warning: the original's placement $list has repeats schedlab's --client-cpus cannot express; using $uniq"
+        echo "$uniq"
+    fi
+}
+# placement LABEL: where the last trial's clients went, for both programs, as one comment line.
+placement() {
+    local o s k
+    o=$(grep -Eo 'thread (cli-[0-9]+|sched) on core [0-9]+|Unable to set affinity for cli-[0-9]+ on [0-9]+' "$WORK/orig.out" 2>/dev/null \
+        | sed -e 's/Unable to set affinity for \(cli-[0-9]*\) on \([0-9]*\)/\1 core \2 refused/' -e 's/thread \([a-z0-9-]*\) on core/\1 core/' \
+        | awk '{ l[NR] = $0; if ($0 ~ / refused$/) r[substr($0, 1, length($0) - 8)] = 1 }
+               END { for (i = 1; i <= NR; i++) if (!(l[i] in r) && !seen[l[i]]++) print l[i] }' | paste -sd',' - || true)
+    s=$(grep -Eo '^client +[0-9]+:.*\((cpu [0-9]+[^)]*)\)' "$WORK/ours.out" 2>/dev/null \
+        | sed -e 's/^client *\([0-9]*\):.*(\(cpu [^)]*\))/client \1: \2/' | paste -sd';' - || true)
+    k=$(grep -Eo '^scheduler: ran on cpu [0-9]+ \(allowed [^)]*\)' "$WORK/ours.out" 2>/dev/null | sed 's/^scheduler: ran on/scheduler/' || true)
+    echo "# placement, $1: original (its log; a refused core leaves the client where main() was): ${o:-?} | schedlab: ${k:-?}; ${s:-?}"
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "n/a" }'; }
@@ -110,11 +159,15 @@ pair() {
     else
         printf '| %s | %s | %s |\n' "$label" "$ms" "${s# }"
     fi
+    PLACEMENTS="$PLACEMENTS$(placement "$label")"$'\n'
 }
+PLACEMENTS=""
 
 echo "# schedlab sched vs the original sched, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $NCPU CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# schedlab: $SCHEDLAB ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')); original: ${ORIG:-not given}"
 echo "# scheduler on CPU $SCHED_CPU (-a), ${SECS} s programs, $RUNS alternating trials per case, medians"
+echo "# clients, both programs: 1 client on CPU $(orig_client_cpus 1); 2 clients on CPUs $(orig_client_cpus 2) (the original's"
+echo "#   {0,4,1,5,2,6}[i % 6] on $NCPU CPUs; schedlab --client-cpus $(client_cpus_arg 2) for 2 clients)"
 
 if [ "$TABLE" = 0 ]; then
     A="-a $SCHED_CPU"
@@ -126,16 +179,18 @@ if [ "$TABLE" = 0 ]; then
     for t in 1 2; do
         pair "$t client(s), rr, 60 B, -b 200G -q 512 -i 0 -c 0" "$t" \
             "$A -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:$t -alg rr" \
-            "$A -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:$t -alg rr"
+            "$A --client-cpus $(client_cpus_arg "$t") -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:$t -alg rr"
     done
     for t in 1 2; do
         pair "seed A (1s 200G 1500 1, -b 500G -q 500 -i 5 ns), $t client(s)" "$t" \
             "$A -t $t -f pA.txt -b 500G -q 500 -i 5 -- -flowsets 1:1500:$t -alg rr" \
-            "$A -t $t -f pA.txt -b 500G -q 500 -i 5ns -c 5us --no-timestamps -- -flowsets 1:1500:$t -alg rr"
+            "$A --client-cpus $(client_cpus_arg "$t") -t $t -f pA.txt -b 500G -q 500 -i 5ns -c 5us --no-timestamps -- -flowsets 1:1500:$t -alg rr"
     done
     pair "-D, 2 clients, as row 2" 2 \
         "$A -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:2 -alg rr" \
-        "$A -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:2 -alg rr"
+        "$A --client-cpus $(client_cpus_arg 2) -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:2 -alg rr"
+    echo
+    printf '%s' "$PLACEMENTS"
     exit 0
 fi
 
@@ -154,7 +209,7 @@ for n in $(seq 1 "$CLIENTS"); do
             if [ -n "$ORIG_BIN" ]; then
                 o="$o $(mpps_orig -a "$SCHED_CPU" -t "$n" -f "p$name.txt" -b 500G -q "$q" -i "$i" -- -flowsets "1:1500:$n" -alg rr)"
             fi
-            s="$s $(mpps_ours -a "$SCHED_CPU" -t "$n" -f "p$name.txt" -b 500G -q "$q" -i "${i}ns" -c 5us --no-timestamps -- -flowsets "1:1500:$n" -alg rr)"
+            s="$s $(mpps_ours -a "$SCHED_CPU" --client-cpus "$(client_cpus_arg "$n")" -t "$n" -f "p$name.txt" -b 500G -q "$q" -i "${i}ns" -c 5us --no-timestamps -- -flowsets "1:1500:$n" -alg rr)"
         done
         OURS[$n$name]=$(echo "$s" | median)
         [ -n "$ORIG_BIN" ] && ORIGS[$n$name]=$(echo "$o" | median)

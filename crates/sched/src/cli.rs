@@ -696,6 +696,8 @@ pub struct Report {
     pub batch: usize,
     pub distributed: bool,
     pub elapsed_s: f64,
+    /// The harness clock's source: `tsc` (`rdtscp`, the kernel's clocksource) or `clock_gettime`.
+    pub clock: &'static str,
     pub interrupted: bool,
     pub scheduler_thread: Option<ThreadInfo>,
     pub scheduler_requested_cpu: Option<usize>,
@@ -774,6 +776,7 @@ impl Report {
             batch: cfg.batch,
             distributed: cfg.distributed,
             elapsed_s: r.elapsed.secs(),
+            clock: r.clock,
             interrupted: r.interrupted,
             scheduler_thread: r.scheduler_thread.clone(),
             scheduler_requested_cpu: cfg.sched_cpu,
@@ -860,14 +863,15 @@ impl Report {
         let secs = self.elapsed_s.max(1e-9);
         let polls: u64 = self.clients.iter().map(|c| c.mark_polls).sum();
         s += &format!(
-            "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped\n",
+            "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped, {} visits deferred (link idle)\n",
             polls as f64 / secs,
             k.publishes as f64 / secs,
             k.fetches as f64 / secs,
             self.qmax_pkts,
             self.qmin_pkts,
             k.qlimit_hits,
-            k.qlimit_drops
+            k.qlimit_drops,
+            k.qlimit_deferred
         );
         if let Some(d) = &self.distributed_cost {
             s += &format!(

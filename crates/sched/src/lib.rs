@@ -17,9 +17,13 @@
 //! - [`bench`]: the policy pair cost and ring/harness throughput measurements;
 //! - [`cli`]: `schedlab sched`, the seed's command line verbatim.
 //!
-//! Timestamps are `CLOCK_MONOTONIC` nanoseconds (see [`harness`]).
+//! - [`clock`]: the harness's clock (`CLOCK_MONOTONIC` nanoseconds, read with `rdtscp` where the
+//!   kernel keeps time with the TSC).
+//!
+//! Timestamps are `CLOCK_MONOTONIC` nanoseconds (see [`harness`] and [`clock`]).
 pub mod bench;
 pub mod cli;
+pub mod clock;
 pub mod harness;
 pub mod messages;
 pub mod ring;

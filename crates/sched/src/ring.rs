@@ -7,26 +7,47 @@
 //! transmitted and frees the slot. So the ring size bounds a client's packets in flight, as in the
 //! original.
 //!
-//! ## Protocol (all shared state is in the slots; cursors are private to each side)
-//! - `seq`: the client stores `pos + 1` (Release) after writing the slot's data for ring position
-//!   `pos`; the scheduler, at its cursor `pos`, sees the packet when `seq == pos + 1` (Acquire).
-//! - `done`: the scheduler stores `pos + 1` (Release) after writing its timestamps into the slot;
-//!   the client sees the mark when `done == pos + 1` (Acquire).
-//! - Positions grow forever (u64), so a value from an earlier lap can never be mistaken for the
+//! ## Layout (what crosses between the two CPUs, and how often)
+//! Each side writes its own arrays; no cache line is written by both sides:
+//! - `ent`: 16 bytes per slot (`cli_enq`, packet length, message length), written by the client,
+//!   read by the scheduler: four packets per 64-byte line (aligned), as the original's entries;
+//! - `tail`: the count of packets the client has published, alone in its own (128-byte) line.
+//!   The client stores it once per completed line of entries (and at the end of a multi-packet
+//!   message, and whenever it is about to stop pushing: [`Producer::flush`]), so the scheduler
+//!   reads whole lines the client has finished with instead of polling the line the client is
+//!   writing (which would move that line between the CPUs at every packet, twice); the scheduler
+//!   keeps a private copy and reloads it only once it has taken everything up to it;
+//! - `done`: one 8-byte mark per slot, written by the scheduler, read by the client: eight marks
+//!   per line (the original's `s_head`, but per slot, because message policies may release a
+//!   client's messages out of order);
+//! - `sch`: 16 bytes of scheduler stamps per slot (`sch_enq`, `sch_deq`). The client reads them
+//!   only while it records timestamps, so when it does not their lines never leave the
+//!   scheduler's cache.
+//!
+//! The arrays have a power-of-two number of slots (at least the capacity, at least a line), so a
+//! position's slot is `pos & mask` (no division on the hot path); at most `capacity` packets are
+//! in flight.
+//!
+//! ## Protocol (cursors are private to each side)
+//! - The client writes the entries of a message, then (at once, or at a later [`Producer::flush`]
+//!   or line completion) stores `tail` past them (Release); the scheduler, at its cursor `pos`,
+//!   sees the packet when `tail > pos` (Acquire). `tail` only ever covers whole messages.
+//! - `done`: the scheduler stores `(pos + 1) << 1 | dropped` (Release) after writing its stamps
+//!   into `sch`; the client sees the mark when `done >> 1 == pos + 1` (Acquire).
+//! - Positions grow forever (u64), so a mark from an earlier lap can never be mistaken for the
 //!   current one (no ABA).
 //! - Messages: a multi-packet message occupies consecutive positions; its first slot holds the
-//!   message length. The client writes the slots in order and publishes each one, so seeing the
-//!   *last* slot's `seq` proves all of them are written. The scheduler releases a message's packets
-//!   in order and keeps the progress in its own private array, indexed by the message's first slot;
-//!   the client frees slots only a whole message at a time, so that index is not reused while the
-//!   message is in flight.
+//!   message length. The scheduler releases a message's packets in order and keeps the progress
+//!   in its own private array, indexed by the message's first slot; the client frees slots only a
+//!   whole message at a time, so that index is not reused while the message is in flight.
 //!
-//! ## Who touches `data`
-//! Between `seq` publication and the `done` mark of a position, only the scheduler writes the
-//! slot's scheduler fields and only reads the client fields; outside that window only the client
-//! touches the slot. The two windows are ordered by the Release/Acquire pairs above, so there is no
-//! data race. The loom model in `tests` checks exactly this (`cargo test -p schedlab-sched
-//! --features loom --lib ring`).
+//! ## Who touches the data
+//! Between `tail` publication and the `done` mark of a position, the scheduler reads the slot's
+//! entry and writes its `sch` stamps; outside that window only the client touches both (the
+//! client also reads its own entries at any time: both sides only read them in the window).
+//! The two windows are ordered by the Release/Acquire pairs above, so there is no data race. The
+//! loom model in `tests` checks exactly this (`cargo test -p schedlab-sched --features loom --lib
+//! ring`).
 
 #[cfg(feature = "loom")]
 use loom::sync::{
@@ -73,8 +94,9 @@ impl<T> Cell<T> {
     }
 }
 
-/// Client-written part of a slot.
+/// Client-written part of a slot (16 bytes: four per cache line).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
 struct ClientData {
     cli_enq: u64,
     len: u32,
@@ -82,32 +104,52 @@ struct ClientData {
     msg_len: u32,
 }
 
-/// Scheduler-written part of a slot.
+/// Entries per cache line.
+const PER_LINE: u64 = 4;
+
+/// One cache line of client entries.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct Line([Cell<ClientData>; PER_LINE as usize]);
+
+/// Largest ring capacity (the harness checks the queue size against it).
+pub const MAX_CAPACITY: usize = 1 << 21;
+/// Largest packet length (the traffic file's limit, as the original's `uint16_t`).
+pub const MAX_LEN: u32 = 0xFFFF;
+
+/// A value alone in its cache lines (128 bytes: the adjacent-line prefetcher pairs lines).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// Scheduler-written stamps of a slot (16 bytes: four per cache line).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
 struct SchedData {
     sch_enq: u64,
     sch_deq: u64,
-    dropped: bool,
-}
-
-#[repr(align(64))]
-#[derive(Debug)]
-struct Slot {
-    seq: AtomicU64,
-    done: AtomicU64,
-    cli: Cell<ClientData>,
-    sch: Cell<SchedData>,
 }
 
 #[derive(Debug)]
 struct Ring {
-    slots: Box<[Slot]>,
+    /// Packets published by the client (positions below it are readable by the scheduler).
+    tail: Padded<AtomicU64>,
+    ent: Box<[Line]>,
+    sch: Box<[Cell<SchedData>]>,
+    done: Box<[AtomicU64]>,
+}
+
+impl Ring {
+    #[inline(always)]
+    fn entry(&self, idx: usize) -> &Cell<ClientData> {
+        &self.ent[idx / PER_LINE as usize].0[idx % PER_LINE as usize]
+    }
 }
 
 // SAFETY: the `Cell`s are only accessed following the protocol in the module documentation: each
-// field group has exactly one writer at a time, and hand-over between the client and the
-// scheduler goes through Release stores and Acquire loads of `seq` / `done`. The `Producer` and
-// `Consumer` handles are unique (not Clone), so there is one client and one scheduler per ring.
+// array has exactly one writer at a time, and hand-over between the client and the scheduler
+// goes through Release stores and Acquire loads of `tail` / `done`. The `Producer` and `Consumer`
+// handles are unique (not Clone), so there is one client and one scheduler per ring.
 unsafe impl Sync for Ring {}
 // SAFETY: the ring owns plain data and atomics; moving it between threads is fine.
 unsafe impl Send for Ring {}
@@ -118,6 +160,8 @@ pub struct Completion {
     /// Ring position of the packet (positions count the client's packets from 0).
     pub pos: u64,
     pub cli_enq: u64,
+    /// The scheduler's stamps; 0 when the completion was read without stamps
+    /// ([`Producer::consume`] with `stamps == false`).
     pub sch_enq: u64,
     pub sch_deq: u64,
     pub len: u32,
@@ -134,29 +178,41 @@ pub struct Incoming {
     pub cli_enq: u64,
 }
 
-/// Creates a ring of `capacity` slots (at least 1) and its two unique ends.
+/// The mark the scheduler stores for position `pos`.
+#[inline(always)]
+fn mark(pos: u64, dropped: bool) -> u64 {
+    ((pos + 1) << 1) | u64::from(dropped)
+}
+
+/// Creates a ring of `capacity` slots (1..=[`MAX_CAPACITY`]) and its two unique ends.
+///
+/// # Panics
+/// If `capacity` exceeds [`MAX_CAPACITY`] (the harness checks the queue size first).
 pub fn channel(capacity: usize) -> (Producer, Consumer) {
     let capacity = capacity.max(1);
-    let slots: Box<[Slot]> = (0..capacity)
-        .map(|_| Slot {
-            seq: AtomicU64::new(0),
-            done: AtomicU64::new(0),
-            cli: Cell::new(ClientData::default()),
-            sch: Cell::new(SchedData::default()),
-        })
-        .collect();
-    let ring = Arc::new(Ring { slots });
+    assert!(capacity <= MAX_CAPACITY, "ring capacity {capacity} exceeds {MAX_CAPACITY}");
+    let slots = capacity.next_power_of_two().max(PER_LINE as usize);
+    let line = || Line(std::array::from_fn(|_| Cell::new(ClientData::default())));
+    let ring = Arc::new(Ring {
+        tail: Padded(AtomicU64::new(0)),
+        ent: (0..slots / PER_LINE as usize).map(|_| line()).collect(),
+        sch: (0..slots).map(|_| Cell::new(SchedData::default())).collect(),
+        done: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+    });
+    let mask = slots as u64 - 1;
     (
         Producer {
             ring: ring.clone(),
             cap: capacity as u64,
+            mask,
             prod: 0,
+            published: 0,
             seen: 0,
             free: 0,
-            msg_len: vec![0; capacity].into_boxed_slice(),
-            counted: vec![false; capacity].into_boxed_slice(),
+            msg_len: vec![0; slots].into_boxed_slice(),
+            counted: vec![false; slots].into_boxed_slice(),
         },
-        Consumer { ring, cap: capacity as u64, cons: 0, progress: vec![0; capacity].into_boxed_slice() },
+        Consumer { ring, mask, cons: 0, tail: 0, progress: vec![0; slots].into_boxed_slice() },
     )
 }
 
@@ -165,8 +221,11 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
 pub struct Producer {
     ring: Arc<Ring>,
     cap: u64,
+    mask: u64,
     /// Next position to fill.
     prod: u64,
+    /// The last `tail` stored (positions from it to `prod` are written but not yet visible).
+    published: u64,
     /// Next position whose mark has not been counted yet.
     seen: u64,
     /// First position not yet freed (slots below it may be refilled).
@@ -196,77 +255,123 @@ impl Producer {
         self.prod - self.seen
     }
 
-    #[inline]
-    fn slot(&self, pos: u64) -> &Slot {
-        &self.ring.slots[(pos % self.cap) as usize]
-    }
-
     /// Pushes one message of `packets` packets of `len` bytes stamped `now`. The caller checks
     /// [`Producer::space`] first; returns false (pushing nothing) when it does not fit.
+    ///
+    /// The message becomes visible to the scheduler at once when it completes a line of entries
+    /// or has several packets; otherwise at the next line completion or [`Producer::flush`],
+    /// which the caller must call before it stops pushing for a while.
+    ///
+    /// # Panics
+    /// If `len` exceeds [`MAX_LEN`] (the traffic file's limit; the harness checks it first).
     #[inline]
     pub fn push(&mut self, packets: u32, len: u32, now: u64) -> bool {
+        assert!(len <= MAX_LEN, "packet length {len} exceeds {MAX_LEN}");
         if packets == 0 || u64::from(packets) > self.space() {
             return false;
         }
         let first = self.prod;
-        self.msg_len[(first % self.cap) as usize] = packets;
+        self.msg_len[(first & self.mask) as usize] = packets;
         for k in 0..u64::from(packets) {
             let pos = first + k;
-            let slot = self.slot(pos);
             let msg_len = if k == 0 { packets } else { 0 };
-            // SAFETY: `pos < free + cap`, so the slot's previous occupant (pos - cap) was released
-            // and its mark seen (`free` only passes fully released messages): neither side reads or
-            // writes this slot's data until we publish `seq` below.
-            slot.cli.with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len } });
-            slot.seq.store(pos + 1, Ordering::Release);
+            // SAFETY: `pos < free + cap`, so the slot's previous occupant (at most `pos - cap`,
+            // the slots are at least `cap`) was released and its mark seen (`free` only passes
+            // fully released messages): the scheduler does not read this entry until we publish
+            // a `tail` past it.
+            self.ring.entry((pos & self.mask) as usize).with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len } });
         }
         self.prod = first + u64::from(packets);
+        if packets > 1 || self.prod.is_multiple_of(PER_LINE) {
+            self.flush();
+        }
         true
+    }
+
+    /// Makes every pushed packet visible to the scheduler (one store, only if some are not).
+    #[inline]
+    pub fn flush(&mut self) {
+        if self.published != self.prod {
+            self.published = self.prod;
+            self.ring.tail.0.store(self.prod, Ordering::Release);
+        }
+    }
+
+    /// Packets pushed but not yet visible to the scheduler (see [`Producer::flush`]).
+    pub fn unpublished(&self) -> u64 {
+        self.prod - self.published
+    }
+
+    /// True when the packet at `pos` (not yet counted) has been released.
+    #[inline]
+    fn marked(&self, pos: u64) -> bool {
+        let idx = (pos & self.mask) as usize;
+        self.counted[idx] || self.ring.done[idx].load(Ordering::Acquire) >> 1 == pos + 1
     }
 
     /// True when the next packet in position order has been released (a cheap peek).
     #[inline]
     pub fn has_mark(&self) -> bool {
-        let pos = self.seen;
-        pos < self.prod && {
-            let idx = (pos % self.cap) as usize;
-            self.counted[idx] || self.slot(pos).done.load(Ordering::Acquire) == pos + 1
+        self.seen < self.prod && self.marked(self.seen)
+    }
+
+    /// How many packets, in position order from the first uncounted one, have been released
+    /// (at most `max`). Only looks: [`Producer::consume`] counts them. A caller that reads its
+    /// clock after this call knows every one of them was marked before that read.
+    ///
+    /// The lines of marks for (up to 64 of) the packets in flight are prefetched first, so that
+    /// after a long interval between polls (`-c`) their transfers from the scheduler's CPU overlap.
+    #[inline]
+    pub fn marks(&self, max: u64) -> u64 {
+        #[cfg(all(target_arch = "x86_64", not(miri), not(feature = "loom")))]
+        {
+            let end = self.prod.min(self.seen + 64);
+            let mut pos = self.seen;
+            while pos < end {
+                let mark = &self.ring.done[(pos & self.mask) as usize];
+                // SAFETY: `prefetch` is a hint that accesses no memory (this address is a live
+                // mark of the ring), and SSE, which it needs, is part of x86_64.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((mark as *const AtomicU64).cast())
+                };
+                pos += 8;
+            }
         }
+        let mut n = 0;
+        while n < max && self.seen + n < self.prod && self.marked(self.seen + n) {
+            n += 1;
+        }
+        n
     }
 
-    /// Counts released packets in position order, calling `f` for each, and frees the slots of
-    /// fully released messages. Returns how many were counted.
+    /// Counts the next `n` packets, which [`Producer::marks`] reported released, calling `f` for
+    /// each, and frees the slots of fully released messages. With `stamps` the completions carry
+    /// the scheduler's stamps (reading them moves the scheduler's stamp lines to this CPU);
+    /// without, those two fields are 0.
     #[inline]
-    pub fn poll(&mut self, f: impl FnMut(Completion)) -> u64 {
-        self.poll_until(u64::MAX, f)
-    }
-
-    /// [`Producer::poll`], but stops before a packet the scheduler stamped after `now`: the
-    /// caller reads its clock after [`Producer::has_mark`], so every packet counted has
-    /// `sch_deq <= now` (its `cli_deq` is a real, non-negative delay).
-    #[inline]
-    pub fn poll_until(&mut self, now: u64, mut f: impl FnMut(Completion)) -> u64 {
-        let start = self.seen;
-        while self.seen < self.prod {
+    pub fn consume(&mut self, n: u64, stamps: bool, mut f: impl FnMut(Completion)) {
+        for _ in 0..n {
             let pos = self.seen;
-            let idx = (pos % self.cap) as usize;
+            let idx = (pos & self.mask) as usize;
             if self.counted[idx] {
                 self.counted[idx] = false;
             } else {
-                let slot = self.slot(pos);
-                if slot.done.load(Ordering::Acquire) != pos + 1 {
-                    break;
-                }
-                let c = self.read(pos);
-                if c.sch_deq > now {
-                    break;
-                }
-                f(c);
+                let d = self.ring.done[idx].load(Ordering::Acquire);
+                debug_assert_eq!(d >> 1, pos + 1, "consume: position {pos} was not reported released by marks()");
+                f(self.read(pos, d & 1 == 1, stamps));
             }
             self.seen += 1;
         }
         self.advance_free();
-        self.seen - start
+    }
+
+    /// Counts every released packet in position order (up to the first unreleased one), with
+    /// stamps. Returns how many were counted.
+    #[inline]
+    pub fn poll(&mut self, f: impl FnMut(Completion)) -> u64 {
+        let n = self.marks(u64::MAX);
+        self.consume(n, true, f);
+        n
     }
 
     /// Like [`Producer::poll`] but also counts packets released out of order beyond the first
@@ -275,29 +380,40 @@ impl Producer {
     pub fn sweep(&mut self, mut f: impl FnMut(Completion)) -> u64 {
         let mut n = self.poll(&mut f);
         for pos in self.seen..self.prod {
-            let idx = (pos % self.cap) as usize;
-            if !self.counted[idx] && self.slot(pos).done.load(Ordering::Acquire) == pos + 1 {
+            let idx = (pos & self.mask) as usize;
+            if self.counted[idx] {
+                continue;
+            }
+            let d = self.ring.done[idx].load(Ordering::Acquire);
+            if d >> 1 == pos + 1 {
                 self.counted[idx] = true;
-                f(self.read(pos));
+                f(self.read(pos, d & 1 == 1, true));
                 n += 1;
             }
         }
         n
     }
 
-    fn read(&self, pos: u64) -> Completion {
-        let slot = self.slot(pos);
-        // SAFETY: `done == pos + 1` was loaded with Acquire, so the scheduler's writes to the slot
-        // happened before, and it does not touch this position again; the client fields are ours.
-        let c = slot.cli.with(|p| unsafe { *p });
-        // SAFETY: as above.
-        let s = slot.sch.with(|p| unsafe { *p });
-        Completion { pos, cli_enq: c.cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len: c.len, dropped: s.dropped }
+    #[inline]
+    fn read(&self, pos: u64, dropped: bool, stamps: bool) -> Completion {
+        let idx = (pos & self.mask) as usize;
+        // SAFETY: the client's own entry; the scheduler only reads it (and is done with it: the
+        // mark was loaded with Acquire before this call).
+        let c = self.ring.entry(idx).with(|p| unsafe { *p });
+        let s = if stamps {
+            // SAFETY: the mark `done == (pos + 1) << 1 | dropped` was loaded with Acquire, so the
+            // scheduler's writes to the stamps happened before, and it does not touch this entry
+            // again until the client publishes the slot's next occupant.
+            self.ring.sch[idx].with(|p| unsafe { *p })
+        } else {
+            SchedData::default()
+        };
+        Completion { pos, cli_enq: c.cli_enq, sch_enq: s.sch_enq, sch_deq: s.sch_deq, len: c.len, dropped }
     }
 
     fn advance_free(&mut self) {
         while self.free < self.seen {
-            let n = u64::from(self.msg_len[(self.free % self.cap) as usize].max(1));
+            let n = u64::from(self.msg_len[(self.free & self.mask) as usize].max(1));
             if self.free + n > self.seen {
                 break;
             }
@@ -310,9 +426,11 @@ impl Producer {
 #[derive(Debug)]
 pub struct Consumer {
     ring: Arc<Ring>,
-    cap: u64,
+    mask: u64,
     /// Next position to take.
     cons: u64,
+    /// Scheduler-private copy of the client's `tail` (reloaded by [`Consumer::ready`]).
+    tail: u64,
     /// Scheduler-private: packets of the message starting at this slot already released.
     progress: Box<[u32]>,
 }
@@ -323,48 +441,77 @@ impl Consumer {
         self.cons
     }
 
+    /// True when the client has published the slot at the cursor (a cheap peek, no stamp). This
+    /// is the one place that reloads the client's `tail`, and only when everything up to the
+    /// private copy has been taken: a scheduler visit takes what was published when it began.
+    ///
+    /// When the reload shows new packets, the lines holding (up to 64 of) them are prefetched
+    /// at once, so that their transfers from the client's CPU overlap instead of stalling the
+    /// takes one line after the other.
     #[inline]
-    fn slot(&self, pos: u64) -> &Slot {
-        &self.ring.slots[(pos % self.cap) as usize]
+    pub fn ready(&mut self) -> bool {
+        if self.cons >= self.tail {
+            self.tail = self.ring.tail.0.load(Ordering::Acquire);
+            self.prefetch();
+        }
+        self.cons < self.tail
     }
 
-    /// True when the client has published the slot at the cursor (a cheap peek, no stamp).
     #[inline]
-    pub fn ready(&self) -> bool {
-        let pos = self.cons;
-        self.slot(pos).seq.load(Ordering::Acquire) == pos + 1
+    fn prefetch(&self) {
+        #[cfg(all(target_arch = "x86_64", not(miri), not(feature = "loom")))]
+        {
+            let end = self.tail.min(self.cons + 64);
+            let mut pos = self.cons & !(PER_LINE - 1);
+            while pos < end {
+                let line = &self.ring.ent[((pos & self.mask) / PER_LINE) as usize];
+                // SAFETY: `prefetch` is a hint that accesses no memory (any address is allowed; this
+                // one is a live line of the ring), and SSE, which it needs, is part of x86_64.
+                unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((line as *const Line).cast()) };
+                pos += PER_LINE;
+            }
+        }
     }
 
-    /// The next complete message, if the client has published one stamped no later than `now`;
-    /// it is taken (the cursor moves past it) and stamped `now` as its scheduler enqueue time.
-    /// (A message stamped after `now` stays for the next visit, so that `sch_enq >= cli_enq`
-    /// always: the caller reads its clock after seeing the ring, see [`Consumer::ready`].)
+    /// Packets in the message at the cursor, if the client had published it at the last
+    /// [`Consumer::ready`] (a peek: nothing is taken or stamped).
+    #[inline]
+    pub fn peek_packets(&self) -> Option<u32> {
+        if self.cons >= self.tail {
+            return None;
+        }
+        // SAFETY: as in `take`: the entry is published and not yet marked; we only read it.
+        let c = self.ring.entry((self.cons & self.mask) as usize).with(|p| unsafe { *p });
+        Some(c.msg_len.max(1))
+    }
+
+    /// The next message, if the client had published it at the last [`Consumer::ready`] and
+    /// stamped it no later than `now`; it is taken (the cursor moves past it) and stamped `now` as
+    /// its scheduler enqueue time. (A message stamped after `now` stays for the next visit, so
+    /// that `sch_enq >= cli_enq` always: the caller reads its clock after seeing the ring.)
     #[inline]
     pub fn take(&mut self, now: u64) -> Option<Incoming> {
         let pos = self.cons;
-        let slot = self.slot(pos);
-        if slot.seq.load(Ordering::Acquire) != pos + 1 {
+        if pos >= self.tail {
             return None;
         }
-        // SAFETY: `seq == pos + 1` (Acquire) means the client wrote the data and will not touch the
-        // slot until it sees our `done` mark.
-        let c = slot.cli.with(|p| unsafe { *p });
+        let idx = (pos & self.mask) as usize;
+        // SAFETY: `pos < tail` (Acquire) means the client wrote the entry and will not touch it
+        // until it sees our `done` mark.
+        let c = self.ring.entry(idx).with(|p| unsafe { *p });
         if c.cli_enq > now {
             return None;
         }
         let n = c.msg_len.max(1);
-        if n > 1 {
-            let last = pos + u64::from(n) - 1;
-            if self.slot(last).seq.load(Ordering::Acquire) != last + 1 {
-                return None; // the client is still writing the message
-            }
+        if pos + u64::from(n) > self.tail {
+            return None; // cannot happen (`tail` covers whole messages); kept for robustness
         }
         for k in 0..u64::from(n) {
-            // SAFETY: every slot of the message is published (the last one's Acquire above orders
-            // the client's earlier writes) and not yet marked: the scheduler fields are ours.
-            self.slot(pos + k).sch.with_mut(|p| unsafe { (*p).sch_enq = now });
+            // SAFETY: every slot of the message is published and not yet marked: the stamps are
+            // ours.
+            self.ring.sch[((pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
         }
-        self.progress[(pos % self.cap) as usize] = 0;
+        self.progress[idx] = 0;
         self.cons = pos + u64::from(n);
         Some(Incoming { pos, packets: n, len: c.len, cli_enq: c.cli_enq })
     }
@@ -374,17 +521,14 @@ impl Consumer {
     /// Returns the released packet's position.
     #[inline]
     pub fn release(&mut self, first: u64, now: u64, dropped: bool) -> u64 {
-        let idx = (first % self.cap) as usize;
-        let k = self.progress[idx];
-        self.progress[idx] = k + 1;
+        let fidx = (first & self.mask) as usize;
+        let k = self.progress[fidx];
+        self.progress[fidx] = k + 1;
         let pos = first + u64::from(k);
-        let slot = self.slot(pos);
-        // SAFETY: the position was taken and not yet marked, so the scheduler fields are ours.
-        slot.sch.with_mut(|p| unsafe {
-            (*p).sch_deq = now;
-            (*p).dropped = dropped;
-        });
-        slot.done.store(pos + 1, Ordering::Release);
+        let idx = (pos & self.mask) as usize;
+        // SAFETY: the position was taken and not yet marked, so its stamps are ours.
+        self.ring.sch[idx].with_mut(|p| unsafe { (*p).sch_deq = now });
+        self.ring.done[idx].store(mark(pos, dropped), Ordering::Release);
         pos
     }
 }
@@ -400,6 +544,7 @@ mod tests {
         assert!(p.push(2, 100, 20));
         assert_eq!(p.space(), 1);
         assert!(!p.push(2, 100, 30), "does not fit");
+        assert!(c.ready());
         let a = c.take(11).unwrap();
         assert_eq!(a, Incoming { pos: 0, packets: 1, len: 60, cli_enq: 10 });
         let b = c.take(21).unwrap();
@@ -421,6 +566,7 @@ mod tests {
         // Wrap around several laps.
         for round in 0..10u64 {
             assert!(p.push(3, 64, round));
+            assert!(c.ready());
             let m = c.take(round).unwrap();
             for _ in 0..3 {
                 c.release(m.pos, round, false);
@@ -429,12 +575,80 @@ mod tests {
         }
     }
 
+    /// `marks` only looks; `consume` counts exactly what it reported, with or without the
+    /// scheduler's stamps, and carries the dropped flag either way.
+    #[test]
+    fn marks_then_consume_with_and_without_stamps() {
+        let (mut p, mut c) = channel(5);
+        assert_eq!(p.marks(u64::MAX), 0);
+        for t in 0..4 {
+            assert!(p.push(1, 60 + t, 10 + u64::from(t)));
+        }
+        assert!(c.ready());
+        for _ in 0..4 {
+            let m = c.take(20).unwrap();
+            c.release(m.pos, 30 + m.pos, m.pos == 1);
+        }
+        assert_eq!(p.marks(u64::MAX), 4);
+        assert_eq!(p.marks(3), 3);
+        assert_eq!(p.marks(3), 3, "marks() does not count");
+        let mut got = Vec::new();
+        p.consume(2, false, |x| got.push(x));
+        assert_eq!(got[0], Completion { pos: 0, cli_enq: 10, sch_enq: 0, sch_deq: 0, len: 60, dropped: false });
+        assert_eq!((got[1].pos, got[1].dropped, got[1].sch_deq), (1, true, 0));
+        p.consume(2, true, |x| got.push(x));
+        assert_eq!(got[2], Completion { pos: 2, cli_enq: 12, sch_enq: 20, sch_deq: 32, len: 62, dropped: false });
+        assert_eq!(got.len(), 4);
+        assert_eq!((p.marks(u64::MAX), p.in_flight(), p.space()), (0, 0, 5));
+        // A capacity that is not a power of two still bounds the packets in flight.
+        for t in 0..5 {
+            assert!(p.push(1, 60, t));
+        }
+        assert_eq!(p.space(), 0);
+        assert!(!p.push(1, 60, 9));
+        assert!(c.ready());
+        assert_eq!(c.take(99).map(|m| m.pos), Some(4));
+    }
+
+    /// A single packet becomes visible when it completes a line or at `flush`; a message at
+    /// once; the scheduler sees what was published at its last `ready`.
+    #[test]
+    fn publication_by_line_message_and_flush() {
+        let (mut p, mut c) = channel(16);
+        assert!(p.push(1, 60, 1));
+        assert_eq!(p.unpublished(), 1);
+        assert!(!c.ready(), "a lone packet waits for its line or a flush");
+        p.flush();
+        assert_eq!(p.unpublished(), 0);
+        assert!(c.ready());
+        assert_eq!(c.take(10).map(|m| m.pos), Some(0));
+        for t in 2..5 {
+            assert!(p.push(1, 60, t));
+        }
+        assert_eq!(p.unpublished(), 0, "the fourth packet completed the line");
+        assert!(p.push(3, 60, 5));
+        assert_eq!(p.unpublished(), 0, "messages are published at once");
+        assert!(p.push(1, 60, 6));
+        assert_eq!(p.unpublished(), 0, "position 7 completed the second line");
+        assert!(p.push(1, 60, 7));
+        assert!(c.ready());
+        let taken: Vec<u64> = std::iter::from_fn(|| c.take(10).map(|m| m.pos)).collect();
+        assert_eq!(taken, vec![1, 2, 3, 4, 7]);
+        assert!(c.take(10).is_none(), "position 8 was pushed but not flushed");
+        p.flush();
+        assert!(c.take(10).is_none(), "not before the next ready()");
+        assert!(c.ready());
+        assert_eq!(c.take(10).map(|m| m.pos), Some(8));
+    }
+
     #[test]
     fn sweep_counts_out_of_order_releases_once() {
         let (mut p, mut c) = channel(8);
         for _ in 0..3 {
             p.push(1, 60, 0);
         }
+        p.flush();
+        assert!(c.ready());
         for _ in 0..3 {
             c.take(0).unwrap();
         }
@@ -462,7 +676,7 @@ mod tests {
                 let mut expect = 0u64;
                 let mut seen_msgs = 0u64;
                 while seen_msgs < MSGS {
-                    if let Some(m) = c.take(seen_msgs) {
+                    if let Some(m) = c.take(seen_msgs).or_else(|| c.ready().then(|| c.take(seen_msgs)).flatten()) {
                         assert_eq!(m.pos, expect);
                         assert_eq!(m.cli_enq, seen_msgs, "payload of message {seen_msgs}");
                         assert_eq!(m.len, 60 + m.packets);
@@ -486,9 +700,12 @@ mod tests {
                     assert!(p.push(n, 60 + n, msg));
                     sent += u64::from(n);
                     msg += 1;
+                } else {
+                    p.flush(); // waiting for space: what was pushed must be visible
                 }
                 got += p.poll(|x| assert!(x.sch_enq == x.cli_enq && x.sch_deq == x.cli_enq));
             }
+            p.flush();
             while got < sent {
                 got += p.poll(|_| {});
             }
@@ -515,7 +732,7 @@ mod loom_tests {
                 let mut taken = 0;
                 let mut stamps = Vec::new();
                 while taken < 2 {
-                    if let Some(m) = c.take(10) {
+                    if let Some(m) = c.take(10).or_else(|| c.ready().then(|| c.take(10)).flatten()) {
                         stamps.push(m.cli_enq);
                         for _ in 0..m.packets {
                             c.release(m.pos, 7, false);
@@ -534,6 +751,7 @@ mod loom_tests {
                     loom::thread::yield_now();
                 }
                 assert!(p.push(n, 60, i));
+                p.flush();
             }
             while got < 3 {
                 got += p.poll(|x| assert_eq!(x.sch_deq, 7));

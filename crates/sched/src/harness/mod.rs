@@ -2,14 +2,15 @@
 //! holds the scheduler lock), the emulated link, and the exact accounting at the end.
 //!
 //! ## Clock
-//! Every timestamp is `CLOCK_MONOTONIC` in nanoseconds (the vDSO clock behind `Instant`), read
-//! where the event happens or once per batch *after* the ring was read, never before:
+//! Every timestamp is nanoseconds on the `CLOCK_MONOTONIC` time line, from [`crate::clock`] (one
+//! `rdtscp` where the kernel keeps time with the TSC, else `clock_gettime`), read where the event
+//! happens or once per batch *after* the ring was read, never before:
 //! - `cli_enq`: the client's clock read before it writes and publishes the packet;
 //! - `sch_enq`: read by the scheduler after it saw a client's ring non-empty, once per ring visit
 //!   (a message stamped later than that read waits for the next visit);
 //! - `sch_deq`: read after the pass's takes, once per release batch, before the marks are stored;
-//! - `cli_deq`: read by the client after it saw the first mark, once per poll (a mark stamped
-//!   later than that read is counted at the next poll).
+//! - `cli_deq`: read by the client after it counted the marks it will consume, once per poll
+//!   (a mark stored later than that read is counted at the next poll).
 //!
 //! So each of the three deltas is a real, non-negative measurement of its stage, and a zero means
 //! the two reads fell within the clock's resolution. The timestamp files' `cli_enq` is the
@@ -48,7 +49,8 @@ use schedlab_prims::locks::LockKind;
 use crate::traffic::Traffic;
 use crate::units::{Bps, Nanos};
 
-/// `CLOCK_MONOTONIC` in nanoseconds: the front-end kit's one clock read.
+/// `CLOCK_MONOTONIC` in nanoseconds: the front-end kit's one clock read (the harness's hot paths
+/// read [`crate::clock::Clock`], the same time line).
 pub use schedlab_report::frontend::now_ns;
 
 /// Everything a run needs.

@@ -102,4 +102,6 @@ pub struct RunResult {
     /// Distributed mode's costs (zero outside `-D`).
     pub dist: DistCost,
     pub trace: Option<Vec<TraceEvent>>,
+    /// The clock's source: `"tsc"` or `"clock_gettime"` (see [`crate::clock`]).
+    pub clock: &'static str,
 }

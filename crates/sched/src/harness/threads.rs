@@ -12,7 +12,8 @@ use schedlab_prims::locks::TryLock;
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
 use schedlab_report::Hist;
 
-use super::{client_placement, now_ns, ClientResult, Config, Core, DistCost, Item, RunResult, SchedView, TsRecord};
+use super::{client_placement, ClientResult, Config, Core, DistCost, Item, RunResult, SchedView, TsRecord};
+use crate::clock::Clock;
 use crate::messages::MessageLog;
 use crate::ring::{channel, Completion, Producer};
 use crate::units::Nanos;
@@ -84,18 +85,34 @@ impl Drop for RoleGuard<'_> {
 /// One client try-lock in this many is timed.
 pub const TRYLOCK_SAMPLE: u64 = 64;
 
-/// State shared by every thread of a run.
+/// A value alone in its cache lines (128 bytes: the adjacent-line prefetcher pairs lines), so
+/// that what one thread writes often does not share a line with what others read often.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// State shared by every thread of a run. The fields clients read on every loop iteration
+/// (`phase`, `sleeping`) and the scheduler role (the core, written on every pass) sit in lines of
+/// their own, apart from the counters distributed mode updates.
 struct Shared {
-    phase: AtomicU8,
+    /// The run's clock (read-only; each thread copies it).
+    clock: Clock,
+    phase: Padded<AtomicU8>,
     /// Start and end of the run (ns), published once every thread is ready (0 until then).
     start: AtomicU64,
     end: AtomicU64,
     /// Clients that have preallocated their records and wait for the start.
     ready: AtomicUsize,
-    role: Role,
+    role: Padded<Role>,
     /// Distributed mode: the scheduler thread is asleep (or about to take the role back) and
     /// clients may schedule.
-    sleeping: AtomicBool,
+    sleeping: Padded<AtomicBool>,
     /// A client has already notified the sleeping scheduler thread.
     wake_sent: AtomicBool,
     client_sched_ns: AtomicU64,
@@ -149,10 +166,10 @@ impl RtYield {
 }
 
 #[inline]
-fn spin_until(t: u64, y: &mut RtYield, phase: &AtomicU8) {
+fn spin_until(clock: &Clock, t: u64, y: &mut RtYield, phase: &AtomicU8) {
     // A busy spin, as in the original; a long -i must not delay the end of the run.
     loop {
-        let now = now_ns();
+        let now = clock.now();
         if now >= t || phase.load(Ordering::Relaxed) != RUN {
             break;
         }
@@ -164,7 +181,14 @@ fn spin_until(t: u64, y: &mut RtYield, phase: &AtomicU8) {
 /// Runs the configuration. `interrupt` (Ctrl-C) ends it early; results are partial then.
 pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
-    anyhow::ensure!(cfg.queue >= 1, "the queue size (-q) must be at least 1");
+    anyhow::ensure!(
+        (1..=crate::ring::MAX_CAPACITY).contains(&cfg.queue),
+        "the queue size (-q) must be in 1..={}",
+        crate::ring::MAX_CAPACITY
+    );
+    if let Some(s) = cfg.traffic.programs.iter().flatten().find(|s| s.pkt_len > crate::ring::MAX_LEN) {
+        anyhow::bail!("packet length {} exceeds {} bytes", s.pkt_len, crate::ring::MAX_LEN);
+    }
     anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
     if cfg.alg.message_level() {
         if let Some((i, s)) = cfg
@@ -207,13 +231,15 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     };
     let lock = cfg.lock.create().map_err(|e| anyhow::anyhow!("cannot create the scheduler lock ({}): {e}", cfg.lock))?;
     let core = Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace).with_queue_limit(cfg.qmax, cfg.qmin);
+    let clock = Clock::get();
     let shared = Arc::new(Shared {
-        phase: AtomicU8::new(RUN),
+        clock,
+        phase: Padded(AtomicU8::new(RUN)),
         start: AtomicU64::new(0),
         end: AtomicU64::new(0),
         ready: AtomicUsize::new(0),
-        role: Role { lock, core: UnsafeCell::new(core) },
-        sleeping: AtomicBool::new(false),
+        role: Padded(Role { lock, core: UnsafeCell::new(core) }),
+        sleeping: Padded(AtomicBool::new(false)),
         wake_sent: AtomicBool::new(false),
         client_sched_ns: AtomicU64::new(0),
         notifier,
@@ -282,7 +308,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     while shared.ready.load(Ordering::SeqCst) < cfg.threads {
         std::thread::yield_now();
     }
-    let start = now_ns();
+    let start = clock.now();
     let mut end = start + cfg.traffic.longest().0;
     if let Some(cap) = cfg.duration_cap {
         end = end.min(start + cap.0);
@@ -293,7 +319,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     // Wait for the end of the longest program, the -d cap, or Ctrl-C.
     let mut interrupted = false;
     loop {
-        let now = now_ns();
+        let now = clock.now();
         if now >= end {
             break;
         }
@@ -303,7 +329,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         }
         std::thread::sleep(Duration::from_nanos((end - now).min(5_000_000)));
     }
-    let stopped = now_ns();
+    let stopped = clock.now();
     shared.phase.store(STOP, Ordering::SeqCst);
     wake_scheduler(&shared);
     let (sched_info, pin_error) = sched_handle.join().map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
@@ -353,14 +379,16 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         client_passes: ld(&shared.client_passes),
         dist,
         trace,
+        clock: clock.source(),
     })
 }
 
 fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed: bool) -> (Option<ThreadInfo>, Option<String>) {
+    let clock = shared.clock;
     let pin_error = cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin the scheduler to CPU {c}: {e}")));
     let mut info = None;
     let mut guard = Some(shared.role.enter());
-    let mut last_work = now_ns();
+    let mut last_work = clock.now();
     let mut next = last_work;
     let mut rt = RtYield::new();
     loop {
@@ -368,7 +396,7 @@ fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed:
             break;
         }
         let Some(core) = guard.as_mut() else { break };
-        let (work, now) = core.pass_with(now_ns);
+        let (work, now) = core.pass_with(|| clock.now());
         rt.tick(now);
         if info.is_none() {
             info = Some(ThreadInfo::current());
@@ -402,7 +430,7 @@ fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed:
             let Some(g) = g else { break };
             shared.took_role(u64::MAX);
             guard = Some(g);
-            last_work = now_ns();
+            last_work = clock.now();
             next = last_work;
             continue;
         }
@@ -411,7 +439,7 @@ fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed:
             if next < now {
                 next = now;
             }
-            spin_until(next, &mut rt, &shared.phase);
+            spin_until(&clock, next, &mut rt, &shared.phase);
         }
     }
     drop(guard);
@@ -448,7 +476,7 @@ struct ClientState {
 }
 
 impl ClientState {
-    #[inline]
+    #[inline(always)]
     fn complete(&mut self, c: Completion, now: u64) {
         if let Some(log) = self.log.as_mut() {
             log.completed(&c, now);
@@ -478,10 +506,13 @@ impl ClientState {
         }
     }
 
-    /// Counts the marks stamped up to `now`, a clock read after [`Producer::has_mark`] saw one.
+    /// Counts the `n` marks [`Producer::marks`] saw before the clock read `now` (so every one
+    /// of them was stored before it: `cli_deq >= sch_deq`). The scheduler's stamps are read only
+    /// while they are needed (timestamp records still to fill, or the message log).
     #[inline]
-    fn poll_at(&mut self, ring: &mut Producer, now: u64) {
-        ring.poll_until(now, |c| self.complete(c, now));
+    fn consume(&mut self, ring: &mut Producer, n: u64, now: u64) {
+        let stamps = self.ts.len() < self.ts_limit || self.log.is_some();
+        ring.consume(n, stamps, |c| self.complete(c, now));
         self.mark_polls += 1;
     }
 }
@@ -494,9 +525,9 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
     }
     *tries += 1;
     let got = if (*tries).is_multiple_of(TRYLOCK_SAMPLE) {
-        let t0 = now_ns();
+        let t0 = shared.clock.now();
         let g = shared.role.try_enter();
-        let dt = now_ns() - t0;
+        let dt = shared.clock.now() - t0;
         shared.trylock_sampled.fetch_add(1, Ordering::Relaxed);
         shared.trylock_sampled_ns.fetch_add(dt, Ordering::Relaxed);
         g
@@ -509,21 +540,21 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
     };
     shared.trylock_free.fetch_add(1, Ordering::Relaxed);
     shared.took_role(me);
-    let (work, t0) = core.pass_with(now_ns);
+    let (work, t0) = core.pass_with(|| shared.clock.now());
     drop(core);
     *passes += 1;
     shared.client_passes.fetch_add(1, Ordering::Relaxed);
     if work == 0 {
         return; // only passes that moved packets count as scheduling cost
     }
-    let t1 = now_ns();
+    let t1 = shared.clock.now();
     let spent = t1 - t0;
     let total = shared.client_sched_ns.fetch_add(spent, Ordering::Relaxed) + spent;
     if total >= CLIENT_SCHED_BUDGET.0 && shared.sleeping.load(Ordering::Relaxed) && !shared.wake_sent.swap(true, Ordering::SeqCst)
     {
         if let Some(n) = &shared.notifier {
             let _ = n.notify();
-            let t2 = now_ns();
+            let t2 = shared.clock.now();
             shared.notifies.fetch_add(1, Ordering::Relaxed);
             shared.notify_ns.fetch_add(t2 - t1, Ordering::Relaxed);
         }
@@ -531,6 +562,7 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
 }
 
 fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
+    let clock = shared.clock;
     let pin_error =
         ctx.cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin client {} to CPU {c}: {e}", ctx.index)));
     // Preallocate (and touch) the timestamp records so the hot path never faults a page in.
@@ -581,6 +613,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         std::thread::yield_now();
     };
     let mut rt = RtYield::new();
+    let mut last_now = start;
     let mut spec_start = start;
     'program: for spec in &ctx.program {
         let spec_end = (spec_start + spec.duration.0).min(end);
@@ -593,18 +626,25 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
             if shared.phase.load(Ordering::Relaxed) != RUN {
                 break 'program;
             }
-            // Peek for marks before reading the clock, so that the marks counted were stored
-            // before the read (later ones wait for the next poll, see `poll_until`).
-            let marked = ring.has_mark();
-            let now = now_ns();
+            // Look for marks before reading the clock, so that the marks counted were stored
+            // before the read (later ones wait for the next poll). Whether a poll is due is
+            // decided with the previous clock read: between polls (-c) the client does not touch
+            // the scheduler's mark lines at all.
+            let poll_due = last_now >= next_poll;
+            let marks = if poll_due { ring.marks(u64::MAX) } else { 0 };
+            let now = clock.now();
+            last_now = now;
             if now >= spec_end {
                 break;
             }
             rt.tick(now);
             let mut did = false;
-            if now >= next_poll {
-                if marked {
-                    st.poll_at(&mut ring, now);
+            // Packets pushed in this iteration: a single packet is published with its line of
+            // entries (or at the next iteration that pushes none); see `Producer::flush`.
+            let mut pushed = 0u32;
+            if poll_due {
+                if marks > 0 {
+                    st.consume(&mut ring, marks, now);
                 }
                 next_poll = now + ctx.poll;
                 did = true;
@@ -626,6 +666,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
                         ring.push(1, spec.pkt_len, now);
                     }
                 }
+                pushed = fit;
                 generated += u64::from(want);
                 ring_drops += u64::from(want - fit);
                 if let Some(log) = st.log.as_mut() {
@@ -633,6 +674,9 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
                 }
                 next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
                 did = true;
+            }
+            if pushed != 1 {
+                ring.flush();
             }
             if ctx.distributed {
                 maybe_schedule(shared, me, &mut tries, &mut passes);
@@ -643,17 +687,20 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         }
         spec_start = spec_end;
     }
+    ring.flush();
     // Program over: keep seeing marks until the run stops.
     let mut idle_spins = 0u32;
     while shared.phase.load(Ordering::Relaxed) == RUN {
         if ctx.distributed {
             maybe_schedule(shared, me, &mut tries, &mut passes);
         }
-        let marked = ring.has_mark();
-        let now = now_ns();
-        if now >= next_poll {
-            if marked {
-                st.poll_at(&mut ring, now);
+        let poll_due = last_now >= next_poll;
+        let marks = if poll_due { ring.marks(u64::MAX) } else { 0 };
+        let now = clock.now();
+        last_now = now;
+        if poll_due {
+            if marks > 0 {
+                st.consume(&mut ring, marks, now);
             }
             next_poll = now + ctx.poll;
         }
@@ -665,7 +712,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
     while shared.phase.load(Ordering::SeqCst) != FINAL {
         std::thread::yield_now();
     }
-    let now = now_ns();
+    let now = clock.now();
     ring.sweep(|c| st.complete(c, now));
     let queued = ring.pushed() - st.transmitted - st.sched_drops;
     ClientResult {
