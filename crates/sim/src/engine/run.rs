@@ -175,6 +175,11 @@ const CALIBRATION_CHUNKS: usize = 16;
 /// Chunks of the parallel trial that measures the costs again before the final split.
 const TRIAL_CHUNKS: usize = 48;
 
+/// Chunks kept in rotation before one is reused: enough that the workers' caches have let go of
+/// a chunk's lines before the generator writes it again (writing lines another core still holds
+/// costs a round trip per line).
+const POOL_CHUNKS: usize = 16;
+
 /// Chunks a worker may have queued behind the one it is replaying (bounds memory and lead).
 const QUEUED_CHUNKS: usize = 4;
 
@@ -250,7 +255,8 @@ fn replay_parallel(
         let mut chunks = 0;
         'gen: while !gen.finished && trial.is_none_or(|n| chunks < n) {
             chunks += 1;
-            let mut chunk = match pool.pop_front() {
+            let reuse = if pool.len() >= POOL_CHUNKS { pool.pop_front() } else { None };
+            let mut chunk = match reuse {
                 Some(mut c) => {
                     if Arc::get_mut(&mut c).is_some() {
                         c
