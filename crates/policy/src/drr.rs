@@ -161,7 +161,13 @@ impl<T: Copy> Policy<T> for Drr<T> {
             }
             // Out of credit: next round for this flow.
             fl.deficit += fl.quantum;
-            self.ring.rotate_left(1);
+            if self.ring.len() > 1 {
+                // The front goes to the back (pop + push: inline, where `rotate_left` is an
+                // out-of-line call); alone in the ring, the flow stays where it is and the loop
+                // gives it the next round at once.
+                self.ring.pop_front();
+                self.ring.push_back(f as u32);
+            }
         }
     }
 
