@@ -60,27 +60,18 @@ pub fn percentile_line(s: &Summary) -> String {
     format!("p50:{:.2} p90:{:.2} p99:{:.2} p99.9:{:.2} p99.99:{:.2}", s.p50, s.p90, s.p99, s.p999, s.p9999)
 }
 
-/// The seed's CSV row `name, med, dev, min, max` (no newline), written by the project's one CSV
-/// writer ([`schedlab_report::export::Csv`]) so that a name with a comma, quote or line break is
+/// The seed's CSV row `name, med, dev, min, max` (no newline), quoted by the project's one CSV
+/// writer ([`schedlab_report::export::csv_line`]) so that a name with a comma, quote or line break is
 /// quoted like everywhere else. The seed separates fields with `", "`: the numbers are cells
 /// with a leading space, which keeps the bytes of ordinary rows exactly the seed's.
 pub fn csv_row(name: &str, s: &Summary) -> String {
-    let cells = [
+    schedlab_report::export::csv_line(&[
         name.to_string(),
         format!(" {:.2}", s.p50),
         format!(" {:.2}", s.stddev),
         format!(" {:.2}", s.min),
         format!(" {:.2}", s.max),
-    ];
-    let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
-    // The seed's files have no header: the writer's first line is this row itself. Writing into
-    // a Vec cannot fail.
-    let bytes = schedlab_report::export::Csv::new(Vec::new(), &cells).and_then(|c| c.finish()).expect("writing CSV into memory");
-    let mut line = String::from_utf8(bytes).expect("the CSV writer writes the UTF-8 it is given");
-    if line.ends_with('\n') {
-        line.pop();
-    }
-    line
+    ])
 }
 
 /// A log2 ASCII histogram: one line per power-of-two bucket from the smallest to the largest

@@ -47,8 +47,7 @@ impl<W: Write> Csv<W> {
     /// Writes one row; it must have as many cells as the header.
     pub fn row<S: AsRef<str>>(&mut self, cells: &[S]) -> Result<()> {
         anyhow::ensure!(cells.len() == self.columns, "CSV row has {} cells, header has {}", cells.len(), self.columns);
-        let line: Vec<String> = cells.iter().map(|c| quote(c.as_ref())).collect();
-        writeln!(self.w, "{}", line.join(","))?;
+        writeln!(self.w, "{}", csv_line(cells))?;
         Ok(())
     }
     /// Flushes and returns the writer.
@@ -56,6 +55,12 @@ impl<W: Write> Csv<W> {
         self.w.flush()?;
         Ok(self.w)
     }
+}
+
+/// One CSV line (no newline) of already formatted cells, quoted as [`Csv`] quotes them: for
+/// outputs that are a single row, such as the seeds' header-less result lines.
+pub fn csv_line<S: AsRef<str>>(cells: &[S]) -> String {
+    cells.iter().map(|c| quote(c.as_ref())).collect::<Vec<_>>().join(",")
 }
 
 fn quote(s: &str) -> String {
