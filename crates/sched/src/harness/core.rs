@@ -243,15 +243,18 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    /// Pushes one message and publishes it at once, as a client does when it stops pushing.
+    fn send(p: &mut Producer, packets: u32, len: u32, now: u64) {
+        p.push(packets, len, now);
+        p.flush();
+    }
+
     #[test]
     fn link_releases_at_the_configured_rate_and_idle_earns_no_credit() {
         // 8 kb/s = 1000 bytes/s: one 100-byte packet per 100 ms.
         let (mut c, mut p) = core(1, Some(8_000), 500);
         for _ in 0..5 {
-            {
-                p[0].push(1, 100, 1);
-                p[0].flush();
-            }
+            send(&mut p[0], 1, 100, 1);
         }
         assert_eq!(c.pass(1_000 * MS), 5 + 1, "takes all five, releases one at once");
         assert_eq!(c.pass(1_050 * MS), 0);
@@ -261,14 +264,8 @@ mod tests {
         assert_eq!(c.pass(1_400 * MS), 1);
         assert_eq!(c.released[0], 5);
         // Long idle: a new packet goes at once, the next one 100 ms later, no burst of credit.
-        {
-            p[0].push(1, 100, 2);
-            p[0].flush();
-        }
-        {
-            p[0].push(1, 100, 2);
-            p[0].flush();
-        }
+        send(&mut p[0], 1, 100, 2);
+        send(&mut p[0], 1, 100, 2);
         assert_eq!(c.pass(10_000 * MS), 2 + 1);
         assert_eq!(c.pass(10_099 * MS), 0);
         assert_eq!(c.pass(10_100 * MS), 1);
@@ -278,24 +275,15 @@ mod tests {
     fn batch_limit_and_ten_terabits_without_overflow() {
         let (mut c, mut p) = core(2, None, 7);
         for _ in 0..20 {
-            {
-                p[0].push(1, 60, 1);
-                p[0].flush();
-            }
-            {
-                p[1].push(1, 60, 1);
-                p[1].flush();
-            }
+            send(&mut p[0], 1, 60, 1);
+            send(&mut p[1], 1, 60, 1);
         }
         assert_eq!(c.pass(MS), 40 + 7, "unlimited link: the -B limit bounds a pass");
         assert_eq!(c.pass(MS), 7);
         // 10 Tb/s: 60-byte packets cost 48 ps each; 1000 of them fit in 48 ns.
         let (mut c, mut p) = core(1, Some(10_000_000_000_000), 5000);
         for _ in 0..2000 {
-            {
-                p[0].push(1, 60, 1);
-                p[0].flush();
-            }
+            send(&mut p[0], 1, 60, 1);
         }
         // Passes at one instant take VISIT messages each and release what fits in no time.
         let mut t = MS;
@@ -315,14 +303,8 @@ mod tests {
         let (ps, cs): (Vec<_>, Vec<_>) = (0..2).map(|_| channel(8)).unzip();
         let mut p = ps;
         let mut c = Core::new(Drr::new(&[FlowWeight::new(1, 1500)]), cs, None, 500, false);
-        {
-            p[0].push(1, 100, 1);
-            p[0].flush();
-        }
-        {
-            p[1].push(1, 100, 1);
-            p[1].flush();
-        }
+        send(&mut p[0], 1, 100, 1);
+        send(&mut p[1], 1, 100, 1);
         c.pass(MS);
         assert_eq!((c.released.clone(), c.sched_drops.clone()), (vec![1, 0], vec![0, 1]));
         let mut dropped = Vec::new();
