@@ -26,6 +26,6 @@ pub mod machine;
 pub mod page;
 pub mod plot;
 
-pub use hist::{Hist, Summary};
+pub use hist::{Hist, HistRecorder, Summary};
 pub use loghist::LogHist;
 pub use machine::{MachineInfo, ThreadInfo};

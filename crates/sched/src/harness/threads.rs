@@ -10,7 +10,7 @@ use schedlab_policy::{AnyPolicy, Policy};
 use schedlab_prims::chan::Notifier;
 use schedlab_prims::locks::TryLock;
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
-use schedlab_report::Hist;
+use schedlab_report::HistRecorder;
 
 use super::{client_placement, ClientResult, Config, Core, DistCost, Item, RunResult, SchedView, TsRecord};
 use crate::clock::Clock;
@@ -436,10 +436,14 @@ fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed:
         }
         if poll > 0 {
             next += poll;
-            if next < now {
+            if next <= now {
+                // The pass itself took the interval (always so at a few ns, as the seed's
+                // `-i 5ns`): the next pass is due, and the pass's own clock read shows it, so no
+                // further read (the original's wait also ends at once then). Pacing restarts here.
                 next = now;
+            } else {
+                spin_until(&clock, next, &mut rt, &shared.phase);
             }
-            spin_until(&clock, next, &mut rt, &shared.phase);
         }
     }
     drop(guard);
@@ -462,7 +466,8 @@ struct ClientCtx {
 }
 
 struct ClientState {
-    delay: Hist,
+    /// Per-packet delays (ns), binned as the report's HDR histogram bins them.
+    delay: HistRecorder,
     ts: Vec<TsRecord>,
     ts_limit: usize,
     ts_truncated: u64,
@@ -586,7 +591,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
     let mut ts = vec![TsRecord::default(); cap];
     ts.clear();
     let mut st = ClientState {
-        delay: Hist::new(),
+        delay: HistRecorder::new(),
         ts,
         ts_limit: ctx.ts_limit,
         ts_truncated: 0,
@@ -722,7 +727,7 @@ fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientR
         transmitted: st.transmitted,
         bits: st.bits,
         queued_at_stop: queued,
-        delay: st.delay,
+        delay: st.delay.into_hist(),
         timestamps: st.ts,
         timestamps_truncated: st.ts_truncated,
         thread: ThreadInfo::current(),
