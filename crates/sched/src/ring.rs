@@ -212,7 +212,7 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             msg_len: vec![0; slots].into_boxed_slice(),
             counted: vec![false; slots].into_boxed_slice(),
         },
-        Consumer { ring, mask, cons: 0, tail: 0, progress: vec![0; slots].into_boxed_slice() },
+        Consumer { ring, mask, cons: 0, tail: 0, progress: vec![0; slots].into_boxed_slice(), prefetched: 0 },
     )
 }
 
@@ -433,6 +433,9 @@ pub struct Consumer {
     tail: u64,
     /// Scheduler-private: packets of the message starting at this slot already released.
     progress: Box<[u32]>,
+    /// Scheduler-private: the lines of entries below this position have been prefetched.
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
+    prefetched: u64,
 }
 
 impl Consumer {
@@ -445,24 +448,25 @@ impl Consumer {
     /// is the one place that reloads the client's `tail`, and only when everything up to the
     /// private copy has been taken: a scheduler visit takes what was published when it began.
     ///
-    /// When the reload shows new packets, the lines holding (up to 64 of) them are prefetched
-    /// at once, so that their transfers from the client's CPU overlap instead of stalling the
-    /// takes one line after the other.
+    /// The lines of entries of (up to 64 of) the published packets ahead of the cursor are
+    /// prefetched at every visit (each line once), so that their transfers from the client's CPU
+    /// overlap instead of stalling the takes one line after the other: after a reload of `tail`,
+    /// and also when a visit stops early (the queue limit) with a backlog still in the ring.
     #[inline]
     pub fn ready(&mut self) -> bool {
         if self.cons >= self.tail {
             self.tail = self.ring.tail.0.load(Ordering::Acquire);
-            self.prefetch();
         }
+        self.prefetch();
         self.cons < self.tail
     }
 
     #[inline]
-    fn prefetch(&self) {
+    fn prefetch(&mut self) {
         #[cfg(all(target_arch = "x86_64", not(miri), not(feature = "loom")))]
         {
             let end = self.tail.min(self.cons + 64);
-            let mut pos = self.cons & !(PER_LINE - 1);
+            let mut pos = self.prefetched.max(self.cons & !(PER_LINE - 1));
             while pos < end {
                 let line = &self.ring.ent[((pos & self.mask) / PER_LINE) as usize];
                 // SAFETY: `prefetch` is a hint that accesses no memory (any address is allowed; this
@@ -470,6 +474,9 @@ impl Consumer {
                 unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((line as *const Line).cast()) };
                 pos += PER_LINE;
             }
+            // A line only partly published is fetched again at the next visit (as before this
+            // bookkeeping: the old rule prefetched from the cursor's line at every reload).
+            self.prefetched = self.prefetched.max(end & !(PER_LINE - 1));
         }
     }
 
