@@ -93,6 +93,20 @@ mpps_ours() {
     "$SCHEDLAB" sched "$@" > "$WORK/ours.out" 2>&1 || true
     awk '/^TOTAL:/ { for (i = 1; i < NF; i++) if ($(i+1) == "Mpps") v = $i } END { if (v == "") print "nan"; else print v }' "$WORK/ours.out"
 }
+# offered_orig / offered_ours: the last trial's offered load in Mpps, i.e. what entered the
+# clients' rings plus what the full rings dropped, over the same time as the program's own Mpps.
+# The original's TOTAL counts the packets its clients put into their rings (n_cli_put) over the
+# scheduler's run time; each client's run_one line adds "... D drop/s" (ring-full drops over the
+# program's duration). schedlab's TOTAL gives the packets transmitted and the drops.
+offered_orig() {
+    awk -v secs="$SECS" '/drop\/s/ { for (i = 2; i <= NF; i++) if ($i == "drop/s") d += $(i-1) * secs }
+        /TOTAL:/ { for (i = 1; i < NF; i++) { if ($(i+1) == "pkts") p = $i; if ($(i+1) == "pps") r = $i } }
+        END { if (p + 0 > 0) printf "%.3f\n", r * (p + d) / p / 1e6; else print "nan" }' "$WORK/orig.out"
+}
+offered_ours() {
+    awk '/^TOTAL:/ { for (i = 1; i < NF; i++) { if ($(i+1) == "pkts") p = $i; if ($(i+1) == "Mpps") m = $i; if ($(i+1) == "drops") d = $i } }
+        END { if (p + 0 > 0) printf "%.3f\n", m * (p + d) / p; else print "nan" }' "$WORK/ours.out"
+}
 # orig_client_cpus T: the CPUs the original's T clients end up on (see the header), comma-separated.
 orig_client_cpus() {
     local t=$1 i c last=0 out="" cores=(0 4 1 5 2 6)
@@ -137,31 +151,45 @@ placement() {
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else print "n/a" }'; }
 
+# req_mpps CLIENTS BPS LEN: the load the traffic lines request, in Mpps (every client sends BPS in LEN-byte packets).
+req_mpps() { awk -v n="$1" -v b="$2" -v l="$3" 'BEGIN { printf "%.3f", n * b / (8 * l) / 1e6 }'; }
 # program FILE CLIENTS RATE LEN BURST: one spec for every client (`thread 0 *`: both accept it).
 program() { printf 'thread 0 *\n%ss %s %s %s\n' "$SECS" "$3" "$4" "$5" > "$1"; }
 
-# pair LABEL CLIENTS "ORIG ARGS" "OURS ARGS": RUNS alternating trials, one result row.
+# pair LABEL CLIENTS "ORIG ARGS" "OURS ARGS" [REQUESTED_MPPS]: RUNS alternating trials, one result
+# row (and one row of the offered-load table: REQUESTED_MPPS is what the traffic lines ask).
 pair() {
-    local label="$1" o_args="$3" s_args="$4" o="" s="" r mo ms
+    local label="$1" o_args="$3" s_args="$4" req="${5:-}" o="" s="" oo="" so="" r mo ms moo mso
     for r in $(seq 1 "$RUNS"); do
         log "$label: trial $r/$RUNS"
         if [ -n "$ORIG_BIN" ]; then
             # shellcheck disable=SC2086
             o="$o $(mpps_orig $o_args)"
+            oo="$oo $(offered_orig)"
         fi
         # shellcheck disable=SC2086
         s="$s $(mpps_ours $s_args)"
+        so="$so $(offered_ours)"
     done
     ms=$(echo "$s" | median)
+    mso=$(echo "$so" | median)
     if [ -n "$ORIG_BIN" ]; then
         mo=$(echo "$o" | median)
+        moo=$(echo "$oo" | median)
         printf '| %s | %s | %s | %s | %s | %s |\n' "$label" "$mo" "$ms" "$(ratio "$ms" "$mo")" "${o# }" "${s# }"
+        OFFERED="$OFFERED$(printf '| %s | %s | %s | %s | %s | %s | %s |' "$label" "${req:-?}" "$moo" "$mso" \
+            "$(awk -v a="$mo" -v b="$moo" 'BEGIN { if (b + 0 > 0) printf "%.1f%%", 100 * a / b; else print "n/a" }')" \
+            "$(awk -v a="$ms" -v b="$mso" 'BEGIN { if (b + 0 > 0) printf "%.1f%%", 100 * a / b; else print "n/a" }')" \
+            "$(awk -v a="$ms" -v b="$mso" -v c="$mo" -v d="$moo" -v q="$req" 'BEGIN {
+                if (q + 0 > 0 && (b < 0.99 * q || d < 0.99 * q)) print "n/a (a client side below the requested load)"
+                else if (b + 0 > 0 && c + 0 > 0 && d + 0 > 0) printf "%.3f", (a / b) / (c / d); else print "n/a" }')")"$'\n'
     else
         printf '| %s | %s | %s |\n' "$label" "$ms" "${s# }"
     fi
     PLACEMENTS="$PLACEMENTS$(placement "$label")"$'\n'
 }
 PLACEMENTS=""
+OFFERED=""
 
 echo "# schedlab sched vs the original sched, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $NCPU CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# schedlab: $SCHEDLAB ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')); original: ${ORIG:-not given}"
@@ -179,16 +207,32 @@ if [ "$TABLE" = 0 ]; then
     for t in 1 2; do
         pair "$t client(s), rr, 60 B, -b 200G -q 512 -i 0 -c 0" "$t" \
             "$A -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:$t -alg rr" \
-            "$A --client-cpus $(client_cpus_arg "$t") -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:$t -alg rr"
+            "$A --client-cpus $(client_cpus_arg "$t") -t $t -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:$t -alg rr" \
+            "$(req_mpps "$t" 200e9 60)"
     done
     for t in 1 2; do
         pair "seed A (1s 200G 1500 1, -b 500G -q 500 -i 5 ns), $t client(s)" "$t" \
             "$A -t $t -f pA.txt -b 500G -q 500 -i 5 -- -flowsets 1:1500:$t -alg rr" \
-            "$A --client-cpus $(client_cpus_arg "$t") -t $t -f pA.txt -b 500G -q 500 -i 5ns -c 5us --no-timestamps -- -flowsets 1:1500:$t -alg rr"
+            "$A --client-cpus $(client_cpus_arg "$t") -t $t -f pA.txt -b 500G -q 500 -i 5ns -c 5us --no-timestamps -- -flowsets 1:1500:$t -alg rr" \
+            "$(req_mpps "$t" 200e9 1500)"
     done
     pair "-D, 2 clients, as row 2" 2 \
         "$A -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:2 -alg rr" \
-        "$A --client-cpus $(client_cpus_arg 2) -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:2 -alg rr"
+        "$A --client-cpus $(client_cpus_arg 2) -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:2 -alg rr" \
+        "$(req_mpps 2 200e9 60)"
+    if [ -n "$OFFERED" ]; then
+        echo
+        echo "Offered load (what entered the clients' rings plus what the full rings dropped, Mpps, medians) and the"
+        echo "share of it delivered. The original paces a burst every floor(burst time x TSC Hz) ticks, so it offers up"
+        echo "to one tick per burst more than the traffic line asks (e.g. with a 2.445 GHz TSC seed A's 60 ns burst is"
+        echo "146.7 ticks, paced as 146: 16.75 instead of 16.67 Mpps); schedlab paces in picoseconds. The last column"
+        echo "compares like with like where both programs' clients keep up with the requested load (else it is n/a:"
+        echo "the offered load is then each client's own speed, part of what the first table measures)."
+        echo
+        echo "| case | requested Mpps | original offered | schedlab offered | original delivered | schedlab delivered | ratio of delivered shares |"
+        echo "|---|---|---|---|---|---|---|"
+        printf '%s' "$OFFERED"
+    fi
     echo
     printf '%s' "$PLACEMENTS"
     exit 0
