@@ -7,14 +7,14 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-use schedlab_echo::server::{Mode, Server, ServerConfig};
+use schedlab_echo::server::{Mode, Server, ServerConfig, UringData};
 
 const SIZES: [u64; 4] = [1, 4 << 10, 64 << 10, 1 << 20];
 
 #[test]
 fn every_mode_echoes_every_size() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         let addr = srv.local_addr();
         let mut expected = 0;
         for size in SIZES {
@@ -31,6 +31,15 @@ fn every_mode_echoes_every_size() {
         assert_eq!(rep.connections.len(), SIZES.len(), "{mode}: {rep}");
         assert_eq!(rep.bytes_echoed, expected, "{mode}: the server's own count of echoed bytes");
         assert!(rep.connections.iter().all(|c| c.end == "closed by peer"), "{mode}: {:?}", rep.connections);
+        if mode == Mode::IoUring {
+            // The report says which path the bytes took, and it is the one asked for.
+            let d = rep.uring_data.as_ref().expect("io_uring reports its data path");
+            assert_eq!(d.requested, data);
+            let n = SIZES.len() as u64;
+            assert_eq!((d.spliced, d.copied), if data == UringData::Splice { (n, 0) } else { (0, n) }, "{rep}");
+        } else {
+            assert!(rep.uring_data.is_none());
+        }
         if mode == Mode::Sockmap {
             assert!(rep.bpf_objects_created > 2 * SIZES.len(), "parser + map and verdict per connection");
             assert_eq!(rep.bpf_objects_remaining, 0, "no BPF program or map of the server is left");
@@ -42,8 +51,8 @@ fn every_mode_echoes_every_size() {
 /// for sockmap this is the bytes-queued-before-the-map case.
 #[test]
 fn data_sent_before_setup_is_echoed() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         for _ in 0..10 {
             let mut s = TcpStream::connect(srv.local_addr()).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -57,8 +66,8 @@ fn data_sent_before_setup_is_echoed() {
 
 #[test]
 fn vanishing_and_garbage_clients_do_not_hurt() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         let addr = srv.local_addr();
         // Connects and leaves at once.
         drop(TcpStream::connect(addr).unwrap());
@@ -132,8 +141,8 @@ fn busy_poll_is_set_and_reported_as_ineffective_on_loopback() {
 
 #[test]
 fn shutdown_with_clients_still_connected_ends_everything() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         let mut held: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(srv.local_addr()).unwrap()).collect();
         for s in &mut held {
             s.write_all(b"x").unwrap();
