@@ -368,9 +368,7 @@ impl Loop {
         let fd = c.stream.as_raw_fd();
         let Path::Copy(cs) = &c.path else { unreachable!("send on a splice connection") };
         let rest = &cs.buf[cs.off + cs.sent..cs.off + cs.len];
-        let e = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build();
+        let e = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32).flags(libc::MSG_NOSIGNAL).build();
         self.push(e.user_data(ud(SEND, slot)));
     }
 }
