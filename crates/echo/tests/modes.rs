@@ -168,3 +168,47 @@ fn port_in_use_is_a_clear_error() {
     let e = Server::start(ServerConfig::new(Mode::Naive, l.local_addr().unwrap())).err().expect("must fail");
     assert!(e.to_string().contains("already in use"), "{e}");
 }
+
+/// A client that streams without pause (a writer and a reader thread) does not starve the other
+/// connections of the io_uring loop: a burst client beside it finishes its rounds (each round
+/// would time out after the client's default timeout otherwise).
+#[test]
+fn a_streaming_client_does_not_starve_the_others() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    for (mode, data) in common::variants() {
+        if mode != Mode::IoUring {
+            continue;
+        }
+        let Some(srv) = common::start_with(mode, data) else { continue };
+        let addr = srv.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = TcpStream::connect(addr).unwrap();
+        let mut w = s.try_clone().unwrap();
+        let r = s.try_clone().unwrap();
+        let st = stop.clone();
+        let writer = std::thread::spawn(move || {
+            let buf = vec![7u8; 1 << 20];
+            while !st.load(Ordering::SeqCst) && w.write_all(&buf).is_ok() {}
+        });
+        let reader = std::thread::spawn(move || {
+            let mut b = vec![0u8; 1 << 20];
+            let mut n = 0u64;
+            while let Ok(k @ 1..) = (&r).read(&mut b) {
+                n += k as u64;
+            }
+            n
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let t = std::time::Instant::now();
+        assert_eq!(common::bursts(addr, 1000, 50), 50, "{mode} ({data})");
+        let took = t.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        s.shutdown(Shutdown::Both).unwrap();
+        writer.join().unwrap();
+        let streamed = reader.join().unwrap();
+        assert!(streamed > 0, "{mode} ({data}): the streaming client got its echo too");
+        drop(srv);
+        eprintln!("{mode} ({data}): 50 rounds beside a streaming client in {took:?}; it got {streamed} bytes back");
+    }
+}

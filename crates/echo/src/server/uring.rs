@@ -28,6 +28,10 @@ const SEND: u64 = 4;
 const CANCEL: u64 = 5;
 const POLL: u64 = 6;
 
+/// Reads from the socket per wake-up before the connection goes back to the ring's queue (a
+/// client that never stops sending must not starve the others).
+const READS_PER_WAKE: u32 = 64;
+
 /// Readable, or the peer half-closed (the splice then reads EOF).
 const POLL_IN: u32 = (libc::POLLIN | libc::POLLRDHUP) as u32;
 const POLL_OUT: u32 = libc::POLLOUT as u32;
@@ -106,9 +110,11 @@ enum Step {
 impl Pipe {
     /// Moves what is ready: empties the pipe into the socket, then splices what the socket holds
     /// into the pipe and out again, until the socket has nothing more (wait for readable) or
-    /// cannot take more (wait for writable). Never blocks: the socket is non-blocking and every
-    /// splice is `SPLICE_F_NONBLOCK`.
+    /// cannot take more (wait for writable), or [`READS_PER_WAKE`] reads were done (then the
+    /// readable poll completes at once, behind the other connections' completions). Never
+    /// blocks: the socket is non-blocking and every splice is `SPLICE_F_NONBLOCK`.
     fn pump(&mut self, fd: RawFd, bytes: &mut u64) -> Step {
+        let mut reads = 0;
         loop {
             while self.held > 0 {
                 match sys::splice(self.rd.as_raw_fd(), fd, self.held, true) {
@@ -127,6 +133,10 @@ impl Pipe {
             if self.eof {
                 return Step::Done(Ok(()));
             }
+            if reads == READS_PER_WAKE {
+                return Step::Wait(POLL_IN);
+            }
+            reads += 1;
             match sys::splice(fd, self.wr.as_raw_fd(), self.cap, true) {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.held = n,
