@@ -384,9 +384,11 @@ fn tally(h: &mut HalfClose, r: Result<(), String>) {
 }
 
 /// Sequential and 100 concurrent half-closing clients at 64 KiB and 1 MiB: every byte comes back
-/// and then EOF, never a reset, for `mode`.
-fn half_close_every_byte(mode: &str) {
-    let srv = Srv::start(&["echo", "--mode", mode, "127.0.0.1:0"]);
+/// and then EOF, never a reset, for `mode` (with `extra` server arguments).
+fn half_close_every_byte(mode: &str, extra: &[&str]) {
+    let mut args = vec!["echo", "--mode", mode, "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let srv = Srv::start(&args);
     let port = srv.port;
     let mut expected = 0u64;
     let mut conns = 0usize;
@@ -410,39 +412,49 @@ fn half_close_every_byte(mode: &str) {
     assert!(ok, "{mode}: {rest}");
     assert!(!rest.contains("ended by error"), "{mode}: {rest}");
     assert!(rest.contains(&format!("{conns} connections, {expected} bytes echoed")), "{mode}: {rest}");
+    if let Some(path) = extra.iter().skip_while(|a| **a != "--uring-data").nth(1) {
+        // The summary says what the connections actually did.
+        let want = if *path == "splice" { format!("{conns} connections spliced") } else { format!("{conns} copied") };
+        assert!(rest.contains(&format!("io_uring data path {path} asked")) && rest.contains(&want), "{rest}");
+    }
 }
 
 /// Runs the half-close check for `mode`, or prints a visible SKIP when the mode is unavailable.
-fn half_close_or_skip(mode: &str) {
+fn half_close_or_skip(mode: &str, extra: &[&str]) {
     let probe = bin().args(["echo", "--mode", mode, "127.0.0.1:0", "--duration", "0.01"]).output().unwrap();
     if !probe.status.success() {
         eprintln!("SKIP: {mode} server unavailable here: {}", String::from_utf8_lossy(&probe.stderr).trim());
         return;
     }
-    half_close_every_byte(mode);
+    half_close_every_byte(mode, extra);
 }
 
 #[test]
 fn half_close_naive() {
-    half_close_or_skip("naive");
+    half_close_or_skip("naive", &[]);
 }
 
 #[test]
 fn half_close_iosubmit() {
-    half_close_or_skip("iosubmit");
+    half_close_or_skip("iosubmit", &[]);
 }
 
 #[test]
 fn half_close_splice() {
-    half_close_or_skip("splice");
+    half_close_or_skip("splice", &[]);
 }
 
 #[test]
 fn half_close_sockmap() {
-    half_close_or_skip("sockmap");
+    half_close_or_skip("sockmap", &[]);
 }
 
 #[test]
-fn half_close_io_uring() {
-    half_close_or_skip("io_uring");
+fn half_close_io_uring_splice() {
+    half_close_or_skip("io_uring", &["--uring-data", "splice"]);
+}
+
+#[test]
+fn half_close_io_uring_copy() {
+    half_close_or_skip("io_uring", &["--uring-data", "copy"]);
 }

@@ -16,7 +16,7 @@ use schedlab_report::machine::{MachineInfo, ThreadInfo};
 use schedlab_report::Summary;
 
 use crate::client::{self, BurstConfig, ClientMode};
-use crate::server::{self, Mode, Server, ServerConfig, DEFAULT_BUSY_POLL_US};
+use crate::server::{self, Mode, Server, ServerConfig, UringData, DEFAULT_BUSY_POLL_US};
 use crate::{stats, sys, EchoError, Size};
 
 /// Runs the command; `args[0]` is the command name.
@@ -110,6 +110,10 @@ pub struct EchoArgs {
     /// TCP congestion control of every connection; `system` keeps the system default. The originals set cubic.
     #[arg(long, default_value = client::DEFAULT_CONGESTION, value_name = "NAME")]
     congestion: String,
+    /// io_uring data path: `splice` (io_uring polls, splice(2) moves the pages socket -> pipe ->
+    /// socket, no copy) or `copy` (IORING_OP_RECV/SEND through a 128 KiB buffer).
+    #[arg(long, default_value_t = UringData::default(), value_name = "PATH")]
+    uring_data: UringData,
     /// Stop by itself after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -148,6 +152,7 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
     cfg.cpu = a.cpu;
     cfg.congestion = congestion_choice(&a.congestion);
     cfg.print_connections = true;
+    cfg.uring_data = a.uring_data;
     let srv = Server::start(cfg)?;
     println!(
         "echo server ({mode}) listening on {}; busy poll: {}; Ctrl-C or SIGTERM stops it",
@@ -157,6 +162,9 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
             None => "off".into(),
         }
     );
+    if mode == Mode::IoUring {
+        println!("io_uring data path: {}", a.uring_data);
+    }
     if mode == Mode::Sockmap {
         println!("sockmap: each connection gets a 1-slot SOCKMAP with the stream parser and verdict attached; the echo stays in the kernel");
     }

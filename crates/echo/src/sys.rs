@@ -204,6 +204,44 @@ pub fn poll(fds: &[(RawFd, libc::c_short)], timeout_ms: i32) -> io::Result<Vec<l
     Ok(p.iter().map(|x| x.revents).collect())
 }
 
+/// Makes `fd` non-blocking (`FIONBIO`, one system call).
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: FIONBIO reads one c_int through the pointer, which is live.
+    cvt(unsafe { libc::ioctl(fd, libc::FIONBIO, &on) } as libc::c_long).map(|_| ())
+}
+
+/// A close-on-exec pipe (read end, write end) asked to hold `size` bytes; returns the capacity
+/// the kernel granted (`F_SETPIPE_SZ` fails above `pipe-max-size` or the per-user pipe pages for
+/// the unprivileged: the pipe then keeps the size `F_GETPIPE_SZ` reports).
+pub fn pipe(size: usize) -> io::Result<(OwnedFd, OwnedFd, usize)> {
+    let mut p = [0 as libc::c_int; 2];
+    // SAFETY: p has room for the two descriptors pipe2 writes.
+    cvt(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } as libc::c_long)?;
+    // SAFETY: both descriptors are new and owned only here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
+    let want = size.min(i32::MAX as usize) as libc::c_int;
+    // SAFETY: fcntl on our own pipe; no memory is passed.
+    let mut got = unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETPIPE_SZ, want) };
+    if got <= 0 {
+        // SAFETY: as above.
+        got = unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    }
+    let cap = if got > 0 { got as usize } else { 64 << 10 };
+    Ok((rd, wr, cap))
+}
+
+/// `splice(2)` of up to `len` bytes from `from` to `to` (a socket or a pipe each; no offsets),
+/// with `SPLICE_F_MOVE`, and `SPLICE_F_NONBLOCK` when `nonblock` (with a non-blocking socket the
+/// call then never sleeps: `WouldBlock` instead).
+pub fn splice(from: RawFd, to: RawFd, len: usize, nonblock: bool) -> io::Result<usize> {
+    let flags = libc::SPLICE_F_MOVE | if nonblock { libc::SPLICE_F_NONBLOCK } else { 0 };
+    // SAFETY: splice between two fds the caller holds; null offsets are required for sockets and
+    // pipes; no user memory is involved.
+    let n = unsafe { libc::splice(from, std::ptr::null_mut(), to, std::ptr::null_mut(), len, flags) };
+    cvt(n as libc::c_long).map(|n| n as usize)
+}
+
 /// `shutdown(fd, SHUT_RDWR)`, ignoring "not connected".
 pub fn shutdown_rdwr(fd: RawFd) {
     // SAFETY: shutdown on an fd has no memory effects; errors (ENOTCONN) are harmless here.

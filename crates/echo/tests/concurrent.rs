@@ -6,7 +6,6 @@ mod common;
 
 use std::time::Duration;
 
-use schedlab_echo::server::Mode;
 use schedlab_echo::sys;
 
 const CLIENTS: usize = 200;
@@ -15,14 +14,14 @@ const ROUNDS: u64 = 5;
 
 #[test]
 fn two_hundred_clients_per_mode() {
-    for mode in Mode::ALL {
+    for (mode, data) in common::variants() {
         if let Err(e) = mode.probe() {
             eprintln!("SKIP: {mode}: {e}");
             continue;
         }
         let fds_before = sys::open_fds().unwrap();
         let threads_before = sys::thread_count().unwrap();
-        let srv = common::start(mode).unwrap();
+        let srv = common::start_with(mode, data).unwrap();
         let addr = srv.local_addr();
         std::thread::scope(|sc| {
             for i in 0..CLIENTS {
@@ -39,6 +38,10 @@ fn two_hundred_clients_per_mode() {
         assert_eq!(rep.connections.len(), CLIENTS + 1, "{mode}: {rep}");
         assert_eq!(rep.bytes_echoed, expected, "{mode}: every byte echoed");
         assert_eq!(rep.refused, 0, "{mode}");
+        if let Some(d) = &rep.uring_data {
+            assert_eq!(d.requested, data);
+            assert_eq!(d.spliced + d.copied, (CLIENTS + 1) as u64, "{rep}");
+        }
         assert_eq!(rep.bpf_objects_remaining, 0, "{mode}");
         assert_eq!(sys::open_fds().unwrap(), fds_before, "{mode}: file descriptors leaked");
         // Thread exit is asynchronous in the kernel; give it a moment.
@@ -48,7 +51,7 @@ fn two_hundred_clients_per_mode() {
         }
         assert_eq!(sys::thread_count().unwrap(), threads_before, "{mode}: threads leaked");
         eprintln!(
-            "{mode}: {} connections, {} bytes echoed, fds {fds_before} before and after",
+            "{mode} ({data}): {} connections, {} bytes echoed, fds {fds_before} before and after",
             rep.connections.len(),
             rep.bytes_echoed
         );

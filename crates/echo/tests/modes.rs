@@ -7,14 +7,14 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-use schedlab_echo::server::{Mode, Server, ServerConfig};
+use schedlab_echo::server::{Mode, Server, ServerConfig, UringData};
 
 const SIZES: [u64; 4] = [1, 4 << 10, 64 << 10, 1 << 20];
 
 #[test]
 fn every_mode_echoes_every_size() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         let addr = srv.local_addr();
         let mut expected = 0;
         for size in SIZES {
@@ -31,6 +31,15 @@ fn every_mode_echoes_every_size() {
         assert_eq!(rep.connections.len(), SIZES.len(), "{mode}: {rep}");
         assert_eq!(rep.bytes_echoed, expected, "{mode}: the server's own count of echoed bytes");
         assert!(rep.connections.iter().all(|c| c.end == "closed by peer"), "{mode}: {:?}", rep.connections);
+        if mode == Mode::IoUring {
+            // The report says which path the bytes took, and it is the one asked for.
+            let d = rep.uring_data.as_ref().expect("io_uring reports its data path");
+            assert_eq!(d.requested, data);
+            let n = SIZES.len() as u64;
+            assert_eq!((d.spliced, d.copied), if data == UringData::Splice { (n, 0) } else { (0, n) }, "{rep}");
+        } else {
+            assert!(rep.uring_data.is_none());
+        }
         if mode == Mode::Sockmap {
             assert!(rep.bpf_objects_created > 2 * SIZES.len(), "parser + map and verdict per connection");
             assert_eq!(rep.bpf_objects_remaining, 0, "no BPF program or map of the server is left");
@@ -42,8 +51,8 @@ fn every_mode_echoes_every_size() {
 /// for sockmap this is the bytes-queued-before-the-map case.
 #[test]
 fn data_sent_before_setup_is_echoed() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         for _ in 0..10 {
             let mut s = TcpStream::connect(srv.local_addr()).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -57,8 +66,8 @@ fn data_sent_before_setup_is_echoed() {
 
 #[test]
 fn vanishing_and_garbage_clients_do_not_hurt() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         let addr = srv.local_addr();
         // Connects and leaves at once.
         drop(TcpStream::connect(addr).unwrap());
@@ -132,8 +141,8 @@ fn busy_poll_is_set_and_reported_as_ineffective_on_loopback() {
 
 #[test]
 fn shutdown_with_clients_still_connected_ends_everything() {
-    for mode in Mode::ALL {
-        let Some(srv) = common::start(mode) else { continue };
+    for (mode, data) in common::variants() {
+        let Some(srv) = common::start_with(mode, data) else { continue };
         let mut held: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(srv.local_addr()).unwrap()).collect();
         for s in &mut held {
             s.write_all(b"x").unwrap();
@@ -158,4 +167,48 @@ fn port_in_use_is_a_clear_error() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let e = Server::start(ServerConfig::new(Mode::Naive, l.local_addr().unwrap())).err().expect("must fail");
     assert!(e.to_string().contains("already in use"), "{e}");
+}
+
+/// A client that streams without pause (a writer and a reader thread) does not starve the other
+/// connections of the io_uring loop: a burst client beside it finishes its rounds (each round
+/// would time out after the client's default timeout otherwise).
+#[test]
+fn a_streaming_client_does_not_starve_the_others() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    for (mode, data) in common::variants() {
+        if mode != Mode::IoUring {
+            continue;
+        }
+        let Some(srv) = common::start_with(mode, data) else { continue };
+        let addr = srv.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = TcpStream::connect(addr).unwrap();
+        let mut w = s.try_clone().unwrap();
+        let r = s.try_clone().unwrap();
+        let st = stop.clone();
+        let writer = std::thread::spawn(move || {
+            let buf = vec![7u8; 1 << 20];
+            while !st.load(Ordering::SeqCst) && w.write_all(&buf).is_ok() {}
+        });
+        let reader = std::thread::spawn(move || {
+            let mut b = vec![0u8; 1 << 20];
+            let mut n = 0u64;
+            while let Ok(k @ 1..) = (&r).read(&mut b) {
+                n += k as u64;
+            }
+            n
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let t = std::time::Instant::now();
+        assert_eq!(common::bursts(addr, 1000, 50), 50, "{mode} ({data})");
+        let took = t.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        s.shutdown(Shutdown::Both).unwrap();
+        writer.join().unwrap();
+        let streamed = reader.join().unwrap();
+        assert!(streamed > 0, "{mode} ({data}): the streaming client got its echo too");
+        drop(srv);
+        eprintln!("{mode} ({data}): 50 rounds beside a streaming client in {took:?}; it got {streamed} bytes back");
+    }
 }

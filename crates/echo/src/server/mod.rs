@@ -102,6 +102,76 @@ impl FromStr for Mode {
     }
 }
 
+/// How the io_uring server moves a connection's bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UringData {
+    /// `IORING_OP_RECV` into a 128 KiB buffer, then `IORING_OP_SEND` out of it: the kernel copies
+    /// every byte into user memory and back out.
+    Copy,
+    /// io_uring waits for readiness (`IORING_OP_POLL_ADD`) and the loop moves the pages socket →
+    /// pipe → socket with non-blocking `splice(2)` itself, inline: no copy to user memory, and no
+    /// hop to an io-wq worker thread (io_uring's own `IORING_OP_SPLICE` always takes that hop).
+    /// A connection that cannot get a pipe (fd limit) is served by copy, and the report says so.
+    #[default]
+    Splice,
+}
+
+impl UringData {
+    /// Both data paths.
+    pub const ALL: [UringData; 2] = [UringData::Copy, UringData::Splice];
+
+    /// The name used on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            UringData::Copy => "copy",
+            UringData::Splice => "splice",
+        }
+    }
+}
+
+impl fmt::Display for UringData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for UringData {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        UringData::ALL
+            .into_iter()
+            .find(|d| d.name() == s.to_ascii_lowercase())
+            .ok_or_else(|| format!("unknown io_uring data path '{s}'; expected copy or splice"))
+    }
+}
+
+/// What the io_uring server's connections actually did with their bytes.
+#[derive(Clone, Debug, Serialize)]
+pub struct UringDataReport {
+    /// The data path asked for.
+    pub requested: UringData,
+    /// Connections whose bytes went socket → pipe → socket by `splice(2)`.
+    pub spliced: u64,
+    /// Connections whose bytes were copied through user memory (`IORING_OP_RECV`/`SEND`).
+    pub copied: u64,
+    /// The ring was set up with `SINGLE_ISSUER | DEFER_TASKRUN` (false: a plain ring).
+    pub defer_taskrun: bool,
+}
+
+impl fmt::Display for UringDataReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "io_uring data path {} asked: {} connections spliced socket -> pipe -> socket (POLL_ADD waits, splice(2) inline), {} copied through user memory (RECV/SEND); ring {}",
+            self.requested,
+            self.spliced,
+            self.copied,
+            if self.defer_taskrun { "SINGLE_ISSUER|DEFER_TASKRUN" } else { "plain (no DEFER_TASKRUN)" }
+        )
+    }
+}
+
 /// What a server is asked to do.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -116,6 +186,8 @@ pub struct ServerConfig {
     /// TCP congestion control set on the listening socket (inherited by every connection); the
     /// originals set `cubic`. None: the system default.
     pub congestion: Option<String>,
+    /// How the io_uring server moves bytes (ignored by the other modes).
+    pub uring_data: UringData,
 }
 
 impl ServerConfig {
@@ -128,6 +200,7 @@ impl ServerConfig {
             cpu: None,
             print_connections: false,
             congestion: Some(crate::client::DEFAULT_CONGESTION.to_string()),
+            uring_data: UringData::default(),
         }
     }
 }
@@ -198,6 +271,8 @@ pub struct ServerReport {
     pub peak_rss_kib: Option<u64>,
     /// Resident set size after shutdown (`VmRSS`), KiB.
     pub rss_after_kib: Option<u64>,
+    /// io_uring only: the data path asked for and how many connections took each.
+    pub uring_data: Option<UringDataReport>,
 }
 
 impl fmt::Display for ServerReport {
@@ -218,6 +293,9 @@ impl fmt::Display for ServerReport {
             if let Some(a) = self.rss_after_kib {
                 write!(f, " ({:.1} MiB after shutdown)", a as f64 / 1024.0)?;
             }
+        }
+        if let Some(d) = &self.uring_data {
+            write!(f, "; {d}")?;
         }
         let noted = self.connections.iter().filter(|c| c.note.is_some()).count();
         if noted > 0 {
@@ -250,6 +328,10 @@ struct Shared {
     bpf_ids: Mutex<Vec<(ObjKind, u32)>>,
     /// The sockmap stream parser, shared by every connection's map.
     parser: Mutex<Option<OwnedFd>>,
+    /// io_uring: connections served by splice and by copy.
+    spliced: AtomicU64,
+    copied: AtomicU64,
+    defer_taskrun: AtomicBool,
 }
 
 impl Shared {
@@ -349,6 +431,9 @@ impl Server {
             reports: Mutex::new(Vec::new()),
             bpf_ids: Mutex::new(Vec::new()),
             parser: Mutex::new(None),
+            spliced: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
+            defer_taskrun: AtomicBool::new(false),
         });
         if cfg.mode == Mode::Sockmap {
             let p = bpf::load_sk_skb(&bpf::parser_program(), "slecho_parser", bpf::BPF_SK_SKB_STREAM_PARSER)?;
@@ -361,6 +446,7 @@ impl Server {
         let name = format!("echo-{}", cfg.mode);
         let main = if cfg.mode == Mode::IoUring {
             let ring = uring::Loop::new().map_err(|e| EchoError::io("setting up the io_uring", e))?;
+            shared.defer_taskrun.store(ring.deferred, Ordering::SeqCst);
             std::thread::Builder::new().name(name).spawn(move || ring.run(sh, listener, wk))
         } else {
             std::thread::Builder::new().name(name).spawn(move || threaded::accept_loop(sh, listener, wk))
@@ -423,6 +509,12 @@ impl Server {
             congestion: self.congestion.clone(),
             peak_rss_kib: sys::status_kib("VmHWM"),
             rss_after_kib: sys::status_kib("VmRSS"),
+            uring_data: (sh.cfg.mode == Mode::IoUring).then(|| UringDataReport {
+                requested: sh.cfg.uring_data,
+                spliced: sh.spliced.load(Ordering::SeqCst),
+                copied: sh.copied.load(Ordering::SeqCst),
+                defer_taskrun: sh.defer_taskrun.load(Ordering::SeqCst),
+            }),
         };
         self.report = Some(r.clone());
         r
@@ -445,5 +537,21 @@ fn remaining_bpf(ids: &[(ObjKind, u32)], patience: Duration) -> usize {
             return left;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uring_data_names_round_trip_and_splice_is_the_default() {
+        for d in UringData::ALL {
+            assert_eq!(d.name().parse::<UringData>(), Ok(d));
+            assert_eq!(d.name().to_uppercase().parse::<UringData>(), Ok(d));
+        }
+        assert!("zerocopy".parse::<UringData>().unwrap_err().contains("copy or splice"));
+        assert_eq!(UringData::default(), UringData::Splice);
+        assert_eq!(ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap()).uring_data, UringData::Splice);
     }
 }

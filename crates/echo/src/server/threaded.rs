@@ -196,32 +196,19 @@ fn borrow_stream(fd: RawFd) -> TcpStream {
 
 /// socket → pipe → socket with `SPLICE_F_MOVE`.
 fn splice(fd: RawFd, bytes: &mut u64) -> io::Result<()> {
-    let mut p = [0 as libc::c_int; 2];
-    // SAFETY: p has room for the two descriptors pipe2 writes.
-    sys::cvt(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } as libc::c_long)?;
-    // SAFETY: both descriptors are new and owned only here.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
-    // SAFETY: fcntl on our own pipe; failure (size above pipe-max-size) keeps the default size.
-    let got = unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) };
-    let cap = if got > 0 { got as usize } else { 64 << 10 };
+    let (rd, wr, cap) = sys::pipe(PIPE_SIZE)?;
     loop {
-        // SAFETY: splice between fds we hold; null offsets are required for sockets and pipes.
-        let n = unsafe { libc::splice(fd, std::ptr::null_mut(), wr.as_raw_fd(), std::ptr::null_mut(), cap, libc::SPLICE_F_MOVE) };
-        let n = match sys::cvt(n as libc::c_long) {
+        let n = match sys::splice(fd, wr.as_raw_fd(), cap, false) {
             Ok(0) => return Ok(()),
-            Ok(n) => n as usize,
+            Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         let mut left = n;
         while left > 0 {
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::splice(rd.as_raw_fd(), std::ptr::null_mut(), fd, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE)
-            };
-            match sys::cvt(m as libc::c_long) {
+            match sys::splice(rd.as_raw_fd(), fd, left, false) {
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "splice to the socket wrote nothing")),
-                Ok(m) => left -= m as usize,
+                Ok(m) => left -= m,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }

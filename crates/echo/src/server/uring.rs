@@ -1,17 +1,24 @@
 //! The io_uring server: one thread, one ring, every connection. Each connection has one request
-//! in flight at a time (a receive into its 128 KiB buffer, or the send of what was received), so
-//! its buffer is never touched by the kernel and by this loop at once.
+//! in flight at a time, so nothing of it is touched by the kernel and by this loop at once.
+//!
+//! Two data paths ([`UringData`]):
+//! - `copy`: a receive into the connection's 128 KiB buffer, then the send of what was received;
+//! - `splice`: a one-shot `POLL_ADD` for readable (or, while the socket's send buffer is full,
+//!   writable); when it completes, the loop itself moves what is there socket → pipe → socket with
+//!   non-blocking `splice(2)` and arms the next poll. io_uring's `IORING_OP_SPLICE` would do the
+//!   same from an io-wq worker thread (splice requests are always punted there), a thread hop per
+//!   request that made it slower than the copy.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::{Shared, CHUNK};
+use super::{Shared, UringData, CHUNK, PIPE_SIZE};
 use crate::sys;
 
 const ACCEPT: u64 = 1;
@@ -19,6 +26,15 @@ const WAKE: u64 = 2;
 const RECV: u64 = 3;
 const SEND: u64 = 4;
 const CANCEL: u64 = 5;
+const POLL: u64 = 6;
+
+/// Reads from the socket per wake-up before the connection goes back to the ring's queue (a
+/// client that never stops sending must not starve the others).
+const READS_PER_WAKE: u32 = 64;
+
+/// Readable, or the peer half-closed (the splice then reads EOF).
+const POLL_IN: u32 = (libc::POLLIN | libc::POLLRDHUP) as u32;
+const POLL_OUT: u32 = libc::POLLOUT as u32;
 
 fn ud(op: u64, slot: usize) -> u64 {
     ((slot as u64) << 3) | op
@@ -43,26 +59,112 @@ struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
     id: u64,
+    path: Path,
+    bytes: u64,
+    busy: Option<u32>,
+    /// The server shut this connection down (on stop).
+    shut: bool,
+    /// Why the connection is copied although splice was asked for.
+    note: Option<String>,
+}
+
+/// A connection's data path and its state.
+enum Path {
+    Copy(CopyState),
+    Splice(Pipe),
+}
+
+struct CopyState {
     buf: sys::AlignedBuf,
     /// Where the data of the current receive starts in `buf` (its stream position's offset
     /// within a cache line, [`sys::line_offset`]).
     off: usize,
     len: usize,
     sent: usize,
-    bytes: u64,
-    busy: Option<u32>,
-    /// The server shut this connection down (on stop).
-    shut: bool,
+}
+
+impl CopyState {
+    fn new() -> CopyState {
+        CopyState { buf: sys::AlignedBuf::zeroed(CHUNK + sys::LINE), off: 0, len: 0, sent: 0 }
+    }
+}
+
+/// The splice path's pipe: `held` bytes spliced in from the socket and not yet out.
+struct Pipe {
+    rd: OwnedFd,
+    wr: OwnedFd,
+    cap: usize,
+    held: usize,
+    /// The peer half-closed: once the pipe is empty, the connection is done.
+    eof: bool,
+}
+
+/// What the splice path does next.
+enum Step {
+    /// Wait for these poll events.
+    Wait(u32),
+    /// The connection is finished (EOF after everything was echoed, or an error).
+    Done(io::Result<()>),
+}
+
+impl Pipe {
+    /// Moves what is ready: empties the pipe into the socket, then splices what the socket holds
+    /// into the pipe and out again, until the socket has nothing more (wait for readable) or
+    /// cannot take more (wait for writable), or [`READS_PER_WAKE`] reads were done (then the
+    /// readable poll completes at once, behind the other connections' completions). Never
+    /// blocks: the socket is non-blocking and every splice is `SPLICE_F_NONBLOCK`.
+    fn pump(&mut self, fd: RawFd, bytes: &mut u64) -> Step {
+        let mut reads = 0;
+        loop {
+            while self.held > 0 {
+                match sys::splice(self.rd.as_raw_fd(), fd, self.held, true) {
+                    Ok(0) => {
+                        return Step::Done(Err(io::Error::new(io::ErrorKind::WriteZero, "splice to the socket wrote nothing")))
+                    }
+                    Ok(m) => {
+                        self.held -= m;
+                        *bytes += m as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait(POLL_OUT),
+                    Err(e) => return Step::Done(Err(e)),
+                }
+            }
+            if self.eof {
+                return Step::Done(Ok(()));
+            }
+            if reads == READS_PER_WAKE {
+                return Step::Wait(POLL_IN);
+            }
+            reads += 1;
+            match sys::splice(fd, self.wr.as_raw_fd(), self.cap, true) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.held = n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait(POLL_IN),
+                Err(e) => return Step::Done(Err(e)),
+            }
+        }
+    }
 }
 
 /// The ring, created before the thread starts so that setup errors reach the caller.
 pub(super) struct Loop {
     ring: IoUring,
+    /// Set up with `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN` (created disabled,
+    /// enabled by the loop's own thread, which becomes its only submitter).
+    pub(super) deferred: bool,
 }
 
 impl Loop {
+    /// A ring whose completion work runs only when the loop waits for completions, in its own
+    /// thread (`DEFER_TASKRUN`, Linux 6.1+), instead of interrupting it whenever the kernel has
+    /// a completion to post; on kernels without it, a plain ring.
     pub(super) fn new() -> io::Result<Loop> {
-        Ok(Loop { ring: IoUring::new(1024)? })
+        match IoUring::builder().setup_single_issuer().setup_defer_taskrun().setup_r_disabled().build(1024) {
+            Ok(ring) => Ok(Loop { ring, deferred: true }),
+            Err(_) => Ok(Loop { ring: IoUring::new(1024)?, deferred: false }),
+        }
     }
 
     fn push(&mut self, e: squeue::Entry) {
@@ -81,6 +183,12 @@ impl Loop {
     pub(super) fn run(mut self, sh: Arc<Shared>, listener: TcpListener, wake: Arc<OwnedFd>) {
         if let Some(cpu) = sh.cfg.cpu {
             let _ = schedlab_report::machine::pin_current_thread(cpu);
+        }
+        if self.deferred {
+            if let Err(e) = self.ring.submitter().register_enable_rings() {
+                eprintln!("echo server (io_uring): cannot enable the ring: {e}");
+                return;
+            }
         }
         let lfd = types::Fd(listener.as_raw_fd());
         let mut wake_buf = Box::new([0u8; 8]);
@@ -123,18 +231,10 @@ impl Loop {
                             let busy = sh.prepare(fd);
                             let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                             let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-                            let conn = Conn {
-                                stream,
-                                peer,
-                                id,
-                                buf: sys::AlignedBuf::zeroed(CHUNK + sys::LINE),
-                                off: 0,
-                                len: 0,
-                                sent: 0,
-                                bytes: 0,
-                                busy,
-                                shut: false,
-                            };
+                            let (path, note) = data_path(sh.cfg.uring_data, fd);
+                            let counter = if matches!(path, Path::Splice(_)) { &sh.spliced } else { &sh.copied };
+                            counter.fetch_add(1, Ordering::SeqCst);
+                            let conn = Conn { stream, peer, id, path, bytes: 0, busy, shut: false, note };
                             let s = match free.pop() {
                                 Some(s) => {
                                     conns[s] = Some(conn);
@@ -145,7 +245,7 @@ impl Loop {
                                     conns.len() - 1
                                 }
                             };
-                            self.recv(&mut conns, s);
+                            self.first(&mut conns, s);
                             inflight += 1;
                         } else if res != -libc::ECANCELED && res != -libc::EINTR && res != -libc::EAGAIN && !stopping {
                             if !warned {
@@ -166,11 +266,31 @@ impl Loop {
                     WAKE => {
                         stopping = true;
                     }
+                    POLL => {
+                        let Some(conn) = conns[slot].as_mut() else { continue };
+                        let fd = conn.stream.as_raw_fd();
+                        let Path::Splice(p) = &mut conn.path else { continue };
+                        let step = if res >= 0 {
+                            p.pump(fd, &mut conn.bytes)
+                        } else if res == -libc::EINTR || res == -libc::EAGAIN {
+                            Step::Wait(if p.held > 0 { POLL_OUT } else { POLL_IN })
+                        } else {
+                            Step::Done(Err(io::Error::from_raw_os_error(-res)))
+                        };
+                        match step {
+                            Step::Wait(mask) => {
+                                self.poll(fd, mask, slot);
+                                inflight += 1;
+                            }
+                            Step::Done(r) => close(&sh, &mut conns, &mut free, slot, r),
+                        }
+                    }
                     RECV => {
                         let Some(conn) = conns[slot].as_mut() else { continue };
+                        let Path::Copy(cs) = &mut conn.path else { continue };
                         if res > 0 {
-                            conn.len = res as usize;
-                            conn.sent = 0;
+                            cs.len = res as usize;
+                            cs.sent = 0;
                             self.send(&mut conns, slot);
                             inflight += 1;
                         } else if res == -libc::EINTR || res == -libc::EAGAIN {
@@ -183,12 +303,13 @@ impl Loop {
                     }
                     SEND => {
                         let Some(conn) = conns[slot].as_mut() else { continue };
+                        let Path::Copy(cs) = &mut conn.path else { continue };
                         if res >= 0 {
-                            conn.sent += res as usize;
-                            if conn.sent < conn.len {
+                            cs.sent += res as usize;
+                            if cs.sent < cs.len {
                                 self.send(&mut conns, slot);
                             } else {
-                                conn.bytes += conn.len as u64;
+                                conn.bytes += cs.len as u64;
                                 self.recv(&mut conns, slot);
                             }
                             inflight += 1;
@@ -215,7 +336,9 @@ impl Loop {
             if stop_deadline.is_some_and(|d| Instant::now() > d) {
                 eprintln!("echo server (io_uring): {inflight} requests still in flight after 5 s; leaking their buffers");
                 for c in conns.drain(..).flatten() {
-                    std::mem::forget(c.buf);
+                    if let Path::Copy(cs) = c.path {
+                        std::mem::forget(cs.buf);
+                    }
                 }
                 std::mem::forget(wake_buf);
                 return;
@@ -224,28 +347,58 @@ impl Loop {
         drop(wake_buf);
     }
 
+    /// The first request of a new connection: a receive (copy) or a poll for readable (splice).
+    fn first(&mut self, conns: &mut [Option<Conn>], slot: usize) {
+        let c = conns[slot].as_ref().expect("live slot");
+        match c.path {
+            Path::Copy(_) => self.recv(conns, slot),
+            Path::Splice(_) => self.poll(c.stream.as_raw_fd(), POLL_IN, slot),
+        }
+    }
+
+    /// A one-shot poll: it completes at once (in the same `io_uring_enter`) when the socket is
+    /// already ready, so arming it is also the check for more data.
+    fn poll(&mut self, fd: RawFd, mask: u32, slot: usize) {
+        self.push(opcode::PollAdd::new(types::Fd(fd), mask).build().user_data(ud(POLL, slot)));
+    }
+
     fn recv(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
+        let fd = c.stream.as_raw_fd();
+        let Path::Copy(cs) = &mut c.path else { unreachable!("recv on a splice connection") };
         // Everything received so far has been echoed: `bytes` is the stream position.
-        c.off = sys::line_offset(c.bytes);
-        let dst = &mut c.buf[c.off..c.off + CHUNK];
-        let e = opcode::Recv::new(types::Fd(c.stream.as_raw_fd()), dst.as_mut_ptr(), CHUNK as u32).build();
+        cs.off = sys::line_offset(c.bytes);
+        let dst = &mut cs.buf[cs.off..cs.off + CHUNK];
+        let e = opcode::Recv::new(types::Fd(fd), dst.as_mut_ptr(), CHUNK as u32).build();
         self.push(e.user_data(ud(RECV, slot)));
     }
 
     fn send(&mut self, conns: &mut [Option<Conn>], slot: usize) {
         let c = conns[slot].as_mut().expect("live slot");
-        let rest = &c.buf[c.off + c.sent..c.off + c.len];
-        let e = opcode::Send::new(types::Fd(c.stream.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build();
+        let fd = c.stream.as_raw_fd();
+        let Path::Copy(cs) = &c.path else { unreachable!("send on a splice connection") };
+        let rest = &cs.buf[cs.off + cs.sent..cs.off + cs.len];
+        let e = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32).flags(libc::MSG_NOSIGNAL).build();
         self.push(e.user_data(ud(SEND, slot)));
+    }
+}
+
+/// The data path of a new connection: splice when asked and a pipe can be had and the socket made
+/// non-blocking; otherwise copy, with the reason when splice was asked.
+fn data_path(want: UringData, fd: RawFd) -> (Path, Option<String>) {
+    if want == UringData::Copy {
+        return (Path::Copy(CopyState::new()), None);
+    }
+    match sys::pipe(PIPE_SIZE).and_then(|p| sys::set_nonblocking(fd).map(|()| p)) {
+        Ok((rd, wr, cap)) => (Path::Splice(Pipe { rd, wr, cap, held: 0, eof: false }), None),
+        Err(e) => (Path::Copy(CopyState::new()), Some(format!("no pipe for splice ({e}): echoed by user-space copy"))),
     }
 }
 
 fn close(sh: &Shared, conns: &mut [Option<Conn>], free: &mut Vec<usize>, slot: usize, res: io::Result<()>) {
     if let Some(c) = conns[slot].take() {
-        let rep = sh.report(c.id, c.peer, c.stream.as_raw_fd(), c.bytes, res, c.busy, c.shut);
+        let mut rep = sh.report(c.id, c.peer, c.stream.as_raw_fd(), c.bytes, res, c.busy, c.shut);
+        rep.note = c.note.clone();
         drop(c);
         free.push(slot);
         sh.finish(rep);

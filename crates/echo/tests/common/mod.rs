@@ -5,18 +5,32 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 
 use schedlab_echo::client::{self, BurstConfig};
-use schedlab_echo::server::{Mode, Server, ServerConfig};
+use schedlab_echo::server::{Mode, Server, ServerConfig, UringData};
 use schedlab_echo::Size;
 
 /// Starts a quiet server of `mode` on an ephemeral loopback port, or prints a SKIP line and
 /// returns None when the kernel lacks the mechanism.
 pub fn start(mode: Mode) -> Option<Server> {
+    start_with(mode, UringData::default())
+}
+
+/// Like [`start`], with the io_uring data path `data`.
+pub fn start_with(mode: Mode, data: UringData) -> Option<Server> {
     if let Err(e) = mode.probe() {
         eprintln!("SKIP: {mode}: {e}");
         return None;
     }
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    Some(Server::start(ServerConfig::new(mode, addr)).unwrap_or_else(|e| panic!("{mode}: {e}")))
+    let mut cfg = ServerConfig::new(mode, addr);
+    cfg.uring_data = data;
+    Some(Server::start(cfg).unwrap_or_else(|e| panic!("{mode}: {e}")))
+}
+
+/// Every (mode, io_uring data path) pair worth testing: each mode once, io_uring with each path.
+pub fn variants() -> Vec<(Mode, UringData)> {
+    let mut v: Vec<_> = Mode::ALL.iter().map(|&m| (m, UringData::default())).collect();
+    v.extend(UringData::ALL.iter().filter(|&&d| d != UringData::default()).map(|&d| (Mode::IoUring, d)));
+    v
 }
 
 /// Runs `rounds` verified bursts of `size` bytes; returns the number of RTTs measured.
