@@ -333,7 +333,8 @@ mod tests {
         for lens in lens_sets {
             for (alpha, infinite) in [(1.0, false), (2.5, false), (10.0, false), (100.0, false), (1e6, false), (0.0, true)] {
                 for renorm in [1 << 30, 300] {
-                    let base = if infinite { AlphaConfig::shortest_first() } else { AlphaConfig::fixed(Alpha::new(alpha).unwrap()) };
+                    let base =
+                        if infinite { AlphaConfig::shortest_first() } else { AlphaConfig::fixed(Alpha::new(alpha).unwrap()) };
                     let cfg = AlphaConfig { renormalize_at: renorm, ..base };
                     let mut lean = ClassAlpha::new(&cfg, lens).expect("a lean configuration");
                     let mut pol: AlphaSched<Msg> = AlphaSched::new(cfg);

@@ -68,6 +68,7 @@ impl Lane {
     }
 
     /// True when the lane replays through the lean alpha lane.
+    #[cfg(test)]
     pub(super) fn is_lean(&self) -> bool {
         self.lean.is_some()
     }
