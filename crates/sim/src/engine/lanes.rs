@@ -2,6 +2,7 @@
 
 use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, Message, Policy};
 
+use super::alpha::ClassAlpha;
 use super::generator::{Kind, Path};
 use super::statistics::{Acc, LaneStats, LatStats, StrategyResult};
 use super::{Msg, SimConfig};
@@ -13,11 +14,16 @@ pub(super) struct Lane {
     pub(super) in_order: bool,
     pub(super) strategy: Strategy,
     policy: AnyPolicy<Msg>,
+    /// The lean form of `policy` when it is a fixed-α alpha policy the lean lane covers (it then
+    /// replays in place of `policy`, which stays untouched).
+    lean: Option<ClassAlpha>,
     pub(super) stats: LaneStats,
 }
 
 impl Lane {
-    pub(super) fn new(s: &Strategy, cfg: &SimConfig, max_len: u32) -> Lane {
+    /// A lane for strategy `s`; `lengths` are the message lengths that can occur (empty when
+    /// unknown), and `lean` allows the lean alpha lane where it applies.
+    pub(super) fn new(s: &Strategy, cfg: &SimConfig, max_len: u32, lengths: &[u32], lean: bool) -> Lane {
         let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
         // Flow-level policies: one flow per application (weights from `--weights`), unit packets.
         let napps = (cfg.apps.max(1) as usize).max(cfg.weights.len());
@@ -31,14 +37,22 @@ impl Lane {
         } else {
             Vec::new()
         };
+        // Lean lanes keep only a message's arrival time and length: not for per-class or
+        // per-application statistics.
+        let extra = !cfg.msg_alpha.is_empty() || apps > 0;
+        let lean = match &policy {
+            AnyPolicy::Alpha(a) if lean && !extra && class_alpha.is_empty() => ClassAlpha::new(a.config(), lengths),
+            _ => None,
+        };
         Lane {
+            lean,
             class_alphas: cfg.msg_alpha.iter().map(|c| c.alpha).collect(),
             in_order: cfg.in_order,
             strategy: s.clone(),
             policy,
             stats: LaneStats {
                 by_len: (0..=max_len).map(|_| Acc::new()).collect(),
-                extra: !cfg.msg_alpha.is_empty() || apps > 0,
+                extra,
                 overall_bmeans: Vec::new(),
                 overall_aligned: Vec::new(),
                 by_class: cfg.msg_alpha.iter().map(|_| Acc::new()).collect(),
@@ -53,9 +67,19 @@ impl Lane {
         }
     }
 
+    /// True when the lane replays through the lean alpha lane.
+    #[cfg(test)]
+    pub(super) fn is_lean(&self) -> bool {
+        self.lean.is_some()
+    }
+
     /// Replays a run of events; statically dispatched per policy type so the loop stays tight.
     pub(super) fn replay(&mut self, path: &Path, delivered: &mut Vec<u32>) {
         let st = &mut self.stats;
+        if let Some(p) = &mut self.lean {
+            debug_assert!(delivered.capacity() == 0, "closed loops do not use lean lanes");
+            return replay_lean(p, st, path);
+        }
         if delivered.capacity() > 0 {
             // Closed loops: collect the applications whose message was delivered.
             return replay::<_, true>(&mut self.policy, st, path, delivered);
@@ -87,8 +111,9 @@ impl Lane {
             reordered: st.reordered,
             packets_out: st.packets_out,
             qlen_pkts: qlen,
-            clock_renormalisations: match &self.policy {
-                AnyPolicy::Alpha(a) => a.renormalisations(),
+            clock_renormalisations: match (&self.lean, &self.policy) {
+                (Some(l), _) => l.renormalisations(),
+                (None, AnyPolicy::Alpha(a)) => a.renormalisations(),
                 _ => 0,
             },
             by_class_len: crate::questions::class_len_results(&st.by_class_len, &self.class_alphas),
@@ -144,6 +169,127 @@ pub(super) fn replay<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut La
                 }
                 p.enqueue(msg).expect("validated message");
             }
+            other => st.event(other),
+        }
+    }
+    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
+    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
+}
+
+/// Replays a chunk through a group of lanes: the lean alpha lanes together, step by step (each
+/// step is decoded once for all of them, and their branches on it are taken once), the others one
+/// by one. Every lane sees the same calls in the same order as when replayed alone.
+pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, path: &Path, none: &mut Vec<u32>) {
+    let mut lean: Vec<(&mut ClassAlpha, &mut LaneStats)> = Vec::new();
+    for lane in lanes {
+        if lane.lean.is_none() {
+            lane.replay(path, none);
+            continue;
+        }
+        let Lane { lean: Some(p), stats, .. } = lane else { unreachable!("a lean lane") };
+        lean.push((p, stats));
+    }
+    match lean.len() {
+        0 => {}
+        1 => {
+            let (p, st) = lean.pop().expect("one lane");
+            replay_lean(p, st, path);
+        }
+        _ => replay_lean_many(&mut lean, path),
+    }
+}
+
+/// [`replay_lean`] for several lean lanes at once (open loops).
+#[inline(never)]
+fn replay_lean_many(lanes: &mut [(&mut ClassAlpha, &mut LaneStats)], path: &Path) {
+    let mut served = 0;
+    // A lone message is bypassed by every lean lane alike.
+    let mut alone: Option<(Msg, usize)> = None;
+    for s in &path.steps {
+        let upto = s.before as usize;
+        if upto > served {
+            let times = &path.times[served..upto];
+            match &mut alone {
+                None => {
+                    for (p, st) in lanes.iter_mut() {
+                        let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
+                        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+                        st.packets_out += got;
+                    }
+                }
+                Some((m, left)) => {
+                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
+                    *left -= times.len();
+                    let done = *left == 0;
+                    for (_, st) in lanes.iter_mut() {
+                        st.packets_out += times.len() as u64;
+                        if done {
+                            st.delivered(*m, times[times.len() - 1]);
+                        }
+                    }
+                    if done {
+                        alone = None;
+                    }
+                }
+            }
+            served = upto;
+        }
+        match s.kind {
+            Kind::Alone => {
+                for (p, _) in lanes.iter_mut() {
+                    p.bypass(u64::from(s.msg.len));
+                }
+                alone = Some((s.msg, s.msg.len as usize));
+            }
+            Kind::Arrive => {
+                for (p, _) in lanes.iter_mut() {
+                    p.enqueue(&s.msg);
+                }
+            }
+            other => {
+                for (_, st) in lanes.iter_mut() {
+                    st.event(other);
+                }
+            }
+        }
+    }
+    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
+    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
+}
+
+/// [`replay`] for a lean alpha lane (open loops).
+#[inline(never)]
+fn replay_lean(p: &mut ClassAlpha, st: &mut LaneStats, path: &Path) {
+    let mut served = 0;
+    let mut alone: Option<(Msg, usize)> = None;
+    for s in &path.steps {
+        let upto = s.before as usize;
+        if upto > served {
+            let times = &path.times[served..upto];
+            match &mut alone {
+                None => {
+                    let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
+                    debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+                    st.packets_out += got;
+                }
+                Some((m, left)) => {
+                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
+                    *left -= times.len();
+                    st.packets_out += times.len() as u64;
+                    if *left == 0 {
+                        st.delivered(*m, times[times.len() - 1]);
+                        alone = None;
+                    }
+                }
+            }
+            served = upto;
+        }
+        match s.kind {
+            Kind::Alone => {
+                p.bypass(u64::from(s.msg.len));
+                alone = Some((s.msg, s.msg.len as usize));
+            }
+            Kind::Arrive => p.enqueue(&s.msg),
             other => st.event(other),
         }
     }

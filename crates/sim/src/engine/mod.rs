@@ -28,6 +28,7 @@
 //! `statistics` holds the latency accumulators and the result types; `run` drives a run
 //! (chunking, the lane-parallel threads, closed loops) and assembles its results.
 
+mod alpha;
 mod generator;
 mod lanes;
 mod run;

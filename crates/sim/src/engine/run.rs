@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::generator::{Generator, Kind, Path, NO_MSG};
-use super::lanes::Lane;
+use super::lanes::{replay_group, Lane};
 use super::statistics::{ci95, Checkpoint, RunResult};
 use super::{Arrivals, SimConfig};
 use crate::model::{listing_alpha, Service, Strategy};
@@ -39,6 +39,11 @@ pub fn run(cfg: &SimConfig, ctl: &Control) -> RunResult {
 /// loops (§2) feed each strategy its own path, one event at a time, with the same seed; their
 /// strategies are independent and are shared out over the threads.
 pub fn run_threads(cfg: &SimConfig, ctl: &Control, threads: usize) -> RunResult {
+    run_with(cfg, ctl, threads, Shortcuts::ALL)
+}
+
+/// [`run_threads`] with the shortcuts `allow` allows.
+fn run_with(cfg: &SimConfig, ctl: &Control, threads: usize, allow: Shortcuts) -> RunResult {
     let max_len = match &cfg.arrivals {
         Arrivals::Trace(v) => v.iter().map(|a| a.len).max().unwrap_or(1),
         _ => cfg.dist.max_len(),
@@ -71,12 +76,39 @@ pub fn run_threads(cfg: &SimConfig, ctl: &Control, threads: usize) -> RunResult 
         let runs = results.into_iter().map(|r| r.expect("every strategy ran")).collect();
         return crate::questions::merge_closed(runs).expect("at least one strategy");
     }
-    run_open(cfg, ctl, max_len, true, threads)
+    run_open(cfg, ctl, max_len, allow, threads)
+}
+
+/// The shortcuts a run may take (tests turn them off to compare against the general code).
+#[derive(Clone, Copy, Debug)]
+struct Shortcuts {
+    /// The common case's generator, [`Generator::fill_poisson`].
+    fast_gen: bool,
+    /// Lean alpha lanes ([`super::alpha`]) where they apply.
+    lean: bool,
+}
+
+impl Shortcuts {
+    const ALL: Shortcuts = Shortcuts { fast_gen: true, lean: true };
+}
+
+/// The message lengths that can occur in a run (what the lean alpha lanes need to know).
+fn lengths(cfg: &SimConfig) -> Vec<u32> {
+    match &cfg.arrivals {
+        Arrivals::Trace(v) => {
+            let mut l: Vec<u32> = v.iter().map(|a| a.len).collect();
+            l.sort_unstable();
+            l.dedup();
+            l
+        }
+        _ => cfg.dist.support(),
+    }
 }
 
 /// One strategy of a closed loop on its own sample path.
 fn run_closed(cfg: &SimConfig, ctl: &Control, max_len: u32, s: &Strategy) -> RunResult {
-    let mut lane = Lane::new(s, cfg, max_len);
+    // Closed loops need each delivered message's application: no lean lane.
+    let mut lane = Lane::new(s, cfg, max_len, &[], false);
     let mut gen = Generator::new(cfg);
     let mut buf = Path::default();
     let mut delivered = Vec::with_capacity(16);
@@ -116,13 +148,13 @@ fn next_chunk(gen: &mut Generator<'_>, buf: &mut Path, ctl: &Control, fast: bool
     buf.push(Kind::End, NO_MSG);
 }
 
-/// An open loop in lock step on `threads` threads; `allow_fast` lets the common case use
-/// [`Generator::fill_poisson`] (tests turn it off to compare against the general generator).
-fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow_fast: bool, threads: usize) -> RunResult {
-    let mut lanes: Vec<Lane> = cfg.strategies.iter().map(|s| Lane::new(s, cfg, max_len)).collect();
+/// An open loop in lock step on `threads` threads, with the shortcuts `allow` allows.
+fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, threads: usize) -> RunResult {
+    let lens = lengths(cfg);
+    let mut lanes: Vec<Lane> = cfg.strategies.iter().map(|s| Lane::new(s, cfg, max_len, &lens, allow.lean)).collect();
     let mut gen = Generator::new(cfg);
     // The fast generator draws the report's service times only; other models take the general one.
-    let fast = allow_fast
+    let fast = allow.fast_gen
         && matches!(cfg.arrivals, Arrivals::Poisson)
         && gen.apps == 1
         && gen.class_cum.is_empty()
@@ -133,9 +165,7 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow_fast: bool, thre
     if threads == 1 {
         while !gen.finished {
             next_chunk(&mut gen, &mut buf, ctl, fast);
-            for lane in &mut lanes {
-                lane.replay(&buf, &mut none);
-            }
+            replay_group(&mut lanes, &buf, &mut none);
         }
         return finish(cfg, ctl, &gen, &lanes);
     }
@@ -242,8 +272,12 @@ fn replay_parallel(
                 let mut none = Vec::new();
                 let mut ns: Vec<(usize, Vec<u64>)> = group.iter().map(|(i, _)| (*i, Vec::new())).collect();
                 for chunk in rx {
-                    for ((_, lane), (_, ns)) in group.iter_mut().zip(&mut ns) {
-                        replay_timed(lane, &chunk, &mut none, timed.then_some(ns));
+                    if timed {
+                        for ((_, lane), (_, ns)) in group.iter_mut().zip(&mut ns) {
+                            replay_timed(lane, &chunk, &mut none, Some(ns));
+                        }
+                    } else {
+                        replay_group(group.iter_mut().map(|(_, l)| &mut **l), &chunk, &mut none);
                     }
                 }
                 ns
@@ -277,8 +311,12 @@ fn replay_parallel(
                     break 'gen; // a worker panicked: joined below
                 }
             }
-            for (i, lane) in &mut mine {
-                replay_timed(lane, &chunk, &mut none, timed.then_some(&mut lane_ns[*i]));
+            if timed {
+                for (i, lane) in &mut mine {
+                    replay_timed(lane, &chunk, &mut none, Some(&mut lane_ns[*i]));
+                }
+            } else {
+                replay_group(mine.iter_mut().map(|(_, l)| &mut **l), &chunk, &mut none);
             }
             pool.push_back(chunk);
         }
@@ -359,6 +397,9 @@ mod tests {
 
     /// Equal, numbers to 1e-12 relative: the two generators add a service time to the clock in a
     /// different order, so latencies can differ in the last bit.
+    /// The general generator, lean lanes allowed.
+    const GENERAL_GEN: Shortcuts = Shortcuts { fast_gen: false, lean: true };
+
     fn same(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
         use serde_json::Value;
         match (a, b) {
@@ -391,8 +432,8 @@ mod tests {
                 let cfg = SimConfig { strategies: strategies.clone(), in_order, ..SimConfig::report(traffic, 150_000, seed) };
                 let ctl = Control::default();
                 let max_len = cfg.dist.max_len();
-                let fast = serde_json::to_value(run_open(&cfg, &ctl, max_len, true, 1)).unwrap();
-                let general = serde_json::to_value(run_open(&cfg, &ctl, max_len, false, 1)).unwrap();
+                let fast = serde_json::to_value(run_open(&cfg, &ctl, max_len, Shortcuts::ALL, 1)).unwrap();
+                let general = serde_json::to_value(run_open(&cfg, &ctl, max_len, GENERAL_GEN, 1)).unwrap();
                 same(&fast, &general, &format!("traffic {traffic}%, in order {in_order}"));
             }
         }
@@ -449,9 +490,40 @@ mod tests {
         let cfg = SimConfig::report(95.0, 300_000, 7);
         let ctl = Control::default();
         let max_len = cfg.dist.max_len();
-        let one = serde_json::to_string(&run_open(&cfg, &ctl, max_len, false, 1)).unwrap();
-        let two = serde_json::to_string(&run_open(&cfg, &ctl, max_len, false, 2)).unwrap();
+        let one = serde_json::to_string(&run_open(&cfg, &ctl, max_len, GENERAL_GEN, 1)).unwrap();
+        let two = serde_json::to_string(&run_open(&cfg, &ctl, max_len, GENERAL_GEN, 2)).unwrap();
         assert!(one == two, "general generator: 2 threads differ from one");
+    }
+
+    /// Lean alpha lanes give the same results, bit for bit, as the policy's alpha scheduler, with
+    /// either generator, in open and closed loops, on one thread and two.
+    #[test]
+    fn lean_alpha_lanes_give_bit_identical_results() {
+        let mut all = configs();
+        all.push(("report 99% exponential service", SimConfig { service: Service::Exp, ..SimConfig::report(99.0, 300_000, 8) }));
+        all.push((
+            "eight lengths",
+            SimConfig { dist: LengthDist::new(&[(1, 7, 90.0), (40, 40, 10.0)]).unwrap(), ..SimConfig::report(93.0, 300_000, 9) },
+        ));
+        // The report's ten alpha lanes are lean; RR', RR and FIFO are not; §10 classes turn it off.
+        let report = SimConfig::report(95.0, 1000, 1);
+        let lean = |cfg: &SimConfig| {
+            let lens = lengths(cfg);
+            cfg.strategies.iter().filter(|s| Lane::new(s, cfg, cfg.dist.max_len(), &lens, true).is_lean()).count()
+        };
+        assert_eq!(lean(&report), 10);
+        assert_eq!(lean(&SimConfig { msg_alpha: vec![AlphaClass { alpha: 1.0, frac: 1.0 }], ..report.clone() }), 0);
+        for (name, cfg) in all {
+            let ctl = Control::default();
+            for fast_gen in [true, false] {
+                let reference = run_with(&cfg, &ctl, 1, Shortcuts { fast_gen, lean: false });
+                let reference = serde_json::to_string(&reference).unwrap();
+                for threads in [1, 2] {
+                    let lean = serde_json::to_string(&run_with(&cfg, &ctl, threads, Shortcuts { fast_gen, lean: true })).unwrap();
+                    assert!(reference == lean, "{name}: fast generator {fast_gen}, {threads} threads");
+                }
+            }
+        }
     }
 
     /// The split puts every lane in exactly one group and balances the costs.

@@ -220,6 +220,14 @@ impl LaneStats {
         }
     }
 
+    /// A message of `len` packets that arrived at `t` was delivered at `now`, in a lane that keeps
+    /// no per-class or per-application statistics (what `delivered` does then).
+    #[inline(always)]
+    pub(super) fn delivered_plain(&mut self, t: f64, len: u32, now: f64) {
+        debug_assert!(!self.extra);
+        self.by_len[len as usize].add(now - t);
+    }
+
     /// Per-class latency (§10) and reordering counts (§11), when asked for.
     #[cold]
     fn delivered_extra(&mut self, m: Msg, lat: f64) {
