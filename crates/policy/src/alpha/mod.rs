@@ -32,14 +32,18 @@
 //! `sched` holds the scheduler ([`AlphaSched`], its [`Policy`](crate::Policy) implementation and
 //! the configuration types), `classes` the per-length FIFOs and their tournament, `rest` the
 //! structures for every waiting message not in a class (the tail, the sorted vector or heap, the
-//! preempted heads) and the choice of the next message among all of them.
+//! preempted heads) and the choice of the next message among all of them. `lean` holds
+//! [`LeanAlpha`], the same decisions for the fixed-α case with every message a small tag in its
+//! length's FIFO (no slab): the simulator's fast path for the report's alpha strategies.
 
 mod classes;
+mod lean;
 mod rest;
 mod sched;
 
 use std::cmp::Ordering;
 
+pub use lean::{LeanAlpha, LEAN_CLASSES};
 pub use sched::{Alpha, AlphaConfig, AlphaSched, Tracking, ALPHA_MAX};
 
 /// Heap key: priority, arrival sequence (ties go oldest first) and the slot of the message body.

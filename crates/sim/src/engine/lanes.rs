@@ -1,8 +1,7 @@
 //! A lane: one strategy replaying the shared sample path through its policy.
 
-use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, Message, Policy};
+use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, LeanAlpha, Message, Policy};
 
-use super::alpha::ClassAlpha;
 use super::generator::{Kind, Path};
 use super::statistics::{Acc, LaneStats, LatStats, StrategyResult};
 use super::{Msg, SimConfig};
@@ -16,7 +15,7 @@ pub(super) struct Lane {
     policy: AnyPolicy<Msg>,
     /// The lean form of `policy` when it is a fixed-α alpha policy the lean lane covers (it then
     /// replays in place of `policy`, which stays untouched).
-    lean: Option<ClassAlpha>,
+    lean: Option<LeanAlpha<f64>>,
     pub(super) stats: LaneStats,
 }
 
@@ -41,7 +40,7 @@ impl Lane {
         // per-application statistics.
         let extra = !cfg.msg_alpha.is_empty() || apps > 0;
         let lean = match &policy {
-            AnyPolicy::Alpha(a) if lean && !extra && class_alpha.is_empty() => ClassAlpha::new(a.config(), lengths),
+            AnyPolicy::Alpha(a) if lean && !extra && class_alpha.is_empty() => LeanAlpha::new(a.config(), lengths),
             _ => None,
         };
         Lane {
@@ -180,7 +179,7 @@ pub(super) fn replay<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut La
 /// step is decoded once for all of them, and their branches on it are taken once), the others one
 /// by one. Every lane sees the same calls in the same order as when replayed alone.
 pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, path: &Path, none: &mut Vec<u32>) {
-    let mut lean: Vec<(&mut ClassAlpha, &mut LaneStats)> = Vec::new();
+    let mut lean: Vec<(&mut LeanAlpha<f64>, &mut LaneStats)> = Vec::new();
     for lane in lanes {
         if lane.lean.is_none() {
             lane.replay(path, none);
@@ -201,7 +200,7 @@ pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, pa
 
 /// [`replay_lean`] for several lean lanes at once (open loops).
 #[inline(never)]
-fn replay_lean_many(lanes: &mut [(&mut ClassAlpha, &mut LaneStats)], path: &Path) {
+fn replay_lean_many(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
     let mut served = 0;
     // A lone message is bypassed by every lean lane alike.
     let mut alone: Option<(Msg, usize)> = None;
@@ -243,7 +242,7 @@ fn replay_lean_many(lanes: &mut [(&mut ClassAlpha, &mut LaneStats)], path: &Path
             }
             Kind::Arrive => {
                 for (p, _) in lanes.iter_mut() {
-                    p.enqueue(&s.msg);
+                    p.enqueue(s.msg.t, s.msg.len);
                 }
             }
             other => {
@@ -259,7 +258,7 @@ fn replay_lean_many(lanes: &mut [(&mut ClassAlpha, &mut LaneStats)], path: &Path
 
 /// [`replay`] for a lean alpha lane (open loops).
 #[inline(never)]
-fn replay_lean(p: &mut ClassAlpha, st: &mut LaneStats, path: &Path) {
+fn replay_lean(p: &mut LeanAlpha<f64>, st: &mut LaneStats, path: &Path) {
     let mut served = 0;
     let mut alone: Option<(Msg, usize)> = None;
     for s in &path.steps {
@@ -289,7 +288,7 @@ fn replay_lean(p: &mut ClassAlpha, st: &mut LaneStats, path: &Path) {
                 p.bypass(u64::from(s.msg.len));
                 alone = Some((s.msg, s.msg.len as usize));
             }
-            Kind::Arrive => p.enqueue(&s.msg),
+            Kind::Arrive => p.enqueue(s.msg.t, s.msg.len),
             other => st.event(other),
         }
     }

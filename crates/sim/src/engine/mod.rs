@@ -28,7 +28,6 @@
 //! `statistics` holds the latency accumulators and the result types; `run` drives a run
 //! (chunking, the lane-parallel threads, closed loops) and assembles its results.
 
-mod alpha;
 mod generator;
 mod lanes;
 mod run;

@@ -1,68 +1,74 @@
-//! A lean lane for the alpha strategies of the report's runs: a fixed α > 0 or shortest-first,
-//! no §11 ordering, no per-message α, and at most [`CLASSES`] message lengths that can occur.
+//! The lean form of [`AlphaSched`] for the common case of the report's runs: a fixed α > 0 or
+//! shortest-first, no §11 ordering, no per-message or tracking α, and at most [`LEAN_CLASSES`]
+//! message lengths, all known up front. The simulator replays its alpha strategies through it.
 //!
-//! It makes exactly the decisions of [`AlphaSched`](schedlab_policy::AlphaSched) in that case
-//! (tested below against it, call for call, and in `run` over whole runs), with the structure the
-//! policy uses there cut down to what the simulator needs. With a fixed α a newcomer's priority is
-//! `clock + α·l` and the clock never goes back, so the messages of one length enter in priority
-//! order: each length is a FIFO and the next message is the best of the class fronts and of the
-//! stack of preempted heads (see `schedlab_policy::alpha` for why ties come out oldest first). What
-//! differs from the policy is only the layout:
+//! It makes exactly the decisions of [`AlphaSched`] in that case (tested below against it, call
+//! for call, with and without frequent renormalisation; the simulator also compares whole runs).
+//! With a fixed α a newcomer's priority is `clock + α·l` and the clock never goes back, so the
+//! messages of one length enter in priority order: each length is a FIFO and the next message is
+//! the best of the class fronts and of the stack of preempted heads (see the module documentation
+//! for why ties come out oldest first). What differs from [`AlphaSched`] is only the layout:
 //! - every class FIFO, the head and the preempted stack hold whole entries (priority, arrival
-//!   number, packets left, the message), so there is no slab of message bodies to allocate from,
-//!   index and free;
-//! - the classes are made up front, one per possible length (longest first, as the policy orders
-//!   them), so a newcomer's class is one table look-up;
+//!   number, packets left, the caller's tag and the length), so there is no slab of message bodies
+//!   to allocate from, index and free;
+//! - the classes are made up front, one per possible length (longest first, as [`AlphaSched`]
+//!   orders them), so a newcomer's class is one table look-up;
 //! - taking the next message skips the tournament over the classes when nothing was preempted and
-//!   no class holds a message (the common case below saturation).
+//!   no class holds a message (the common case below saturation);
+//! - a message is only a small `Copy` tag (the simulator's arrival time) and its length, so
+//!   entries stay a few scalars: a wider payload copied through the stack in vector halves and
+//!   read back across them stalled store forwarding on every completed message.
 
-use schedlab_policy::AlphaConfig;
+use super::AlphaConfig;
+#[cfg(any(doc, test))]
+use super::AlphaSched;
 
-use super::Msg;
-
-/// Length classes a lean lane can hold (the policy keeps up to eight apart, too).
-pub(super) const CLASSES: usize = 8;
-/// Longest length a lean lane takes (the policy gives a class to lengths up to 4096 only).
+/// Length classes a [`LeanAlpha`] can hold ([`AlphaSched`] keeps up to eight apart, too).
+pub const LEAN_CLASSES: usize = 8;
+/// Longest length a [`LeanAlpha`] takes ([`AlphaSched`] gives a class to lengths up to 4096 only).
 const MAX_CLASS_LEN: u32 = 1 << 12;
 /// The policy's fixed point: priorities and α in 1/65536 of a packet.
 const ONE: i64 = 1 << 16;
 
-/// A waiting message: its priority, arrival number (ties go to the lower), packets left, and what
-/// its latency needs (arrival time, length). Four scalars, so that copies stay in registers: a
-/// wider payload copied through the stack in vector halves and read back across them stalled
-/// store forwarding on every completed message.
+/// A waiting message: its priority, arrival number (ties go to the lower), packets left, the
+/// caller's tag and the length. A few scalars, so that copies stay in registers.
 #[derive(Clone, Copy, Debug)]
-struct Entry {
+struct Entry<T> {
     key: i64,
     seq: u64,
-    t: f64,
+    tag: T,
     left: u32,
     len: u32,
 }
 
-/// A free slot; as the head, no message (a real entry has packets left).
-const EMPTY: Entry = Entry { key: i64::MAX, seq: 0, t: 0.0, left: 0, len: 0 };
+impl<T: Copy + Default> Entry<T> {
+    /// A free slot; as the head, no message (a real entry has packets left).
+    #[inline(always)]
+    fn empty() -> Self {
+        Entry { key: i64::MAX, seq: 0, tag: T::default(), left: 0, len: 0 }
+    }
+}
 
 /// A FIFO of entries in a power-of-two ring that is never empty of slots, so the front slot can
 /// be read even when the FIFO is empty (a stale entry), which lets callers select, not branch.
 #[derive(Clone, Debug)]
-struct Fifo {
-    buf: Vec<Entry>,
+struct Fifo<T> {
+    buf: Vec<Entry<T>>,
     /// Front and one past the back, unmasked.
     head: usize,
     tail: usize,
 }
 
-impl Fifo {
+impl<T: Copy + Default> Fifo<T> {
     fn new() -> Self {
-        Fifo { buf: vec![EMPTY; 16], head: 0, tail: 0 }
+        Fifo { buf: vec![Entry::empty(); 16], head: 0, tail: 0 }
     }
     #[inline(always)]
     fn is_empty(&self) -> bool {
         self.head == self.tail
     }
     #[inline(always)]
-    fn push(&mut self, e: Entry) {
+    fn push(&mut self, e: Entry<T>) {
         if self.tail.wrapping_sub(self.head) == self.buf.len() {
             self.grow();
         }
@@ -73,7 +79,7 @@ impl Fifo {
     #[cold]
     fn grow(&mut self) {
         let m = self.buf.len() - 1;
-        let mut v = vec![EMPTY; self.buf.len() * 2];
+        let mut v = vec![Entry::empty(); self.buf.len() * 2];
         for (k, slot) in v.iter_mut().enumerate().take(self.buf.len()) {
             *slot = self.buf[self.head.wrapping_add(k) & m];
         }
@@ -83,17 +89,17 @@ impl Fifo {
     }
     /// The front slot: the front entry, or a stale one when empty.
     #[inline(always)]
-    fn front(&self) -> &Entry {
+    fn front(&self) -> &Entry<T> {
         &self.buf[self.head & (self.buf.len() - 1)]
     }
     /// Takes the front entry (the FIFO is not empty).
     #[inline(always)]
-    fn pop(&mut self) -> Entry {
+    fn pop(&mut self) -> Entry<T> {
         let e = *self.front();
         self.head = self.head.wrapping_add(1);
         e
     }
-    fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
+    fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry<T>)) {
         let m = self.buf.len() - 1;
         for k in 0..self.tail.wrapping_sub(self.head) {
             f(&mut self.buf[self.head.wrapping_add(k) & m]);
@@ -101,9 +107,10 @@ impl Fifo {
     }
 }
 
-/// Fixed-α (or shortest-first) alpha scheduling for a lane; see the module documentation.
+/// Fixed-α (or shortest-first) alpha scheduling of messages known by a `Copy` tag and a length;
+/// see the module documentation.
 #[derive(Clone, Debug)]
-pub(super) struct ClassAlpha {
+pub struct LeanAlpha<T> {
     /// α in fixed point (1 for shortest-first).
     alpha: i64,
     /// Clock increment per packet: [`ONE`], or 0 for shortest-first.
@@ -113,27 +120,27 @@ pub(super) struct ClassAlpha {
     renorm_fx: i64,
     renormalisations: u64,
     seq: u64,
-    /// The message being sent ([`EMPTY`], with no packet left, when none).
-    head: Entry,
+    /// The message being sent (an empty entry, with no packet left, when none).
+    head: Entry<T>,
     /// Message length → class (only lengths that can occur are looked up).
     class_of: Vec<u8>,
     /// Priority of each class's front; `i64::MAX` when empty or unused.
-    keys: [i64; CLASSES],
-    queues: [Fifo; CLASSES],
+    keys: [i64; LEAN_CLASSES],
+    queues: [Fifo<T>; LEAN_CLASSES],
     /// Messages in the classes.
     waiting: usize,
     /// Preempted heads, best on top (last).
-    preempted: Vec<Entry>,
+    preempted: Vec<Entry<T>>,
 }
 
-impl ClassAlpha {
-    /// The lean lane for `cfg` when messages have one of `lengths` packets, or `None` when the
+impl<T: Copy + Default> LeanAlpha<T> {
+    /// The lean scheduler for `cfg` when messages have one of `lengths` packets, or `None` when the
     /// configuration needs more than it offers (tracking, §11 order, α = 0, too many lengths).
-    pub(super) fn new(cfg: &AlphaConfig, lengths: &[u32]) -> Option<ClassAlpha> {
+    pub fn new(cfg: &AlphaConfig, lengths: &[u32]) -> Option<LeanAlpha<T>> {
         if cfg.tracking.is_some() || cfg.in_order || !(cfg.infinite || cfg.alpha.get() > 0.0) {
             return None;
         }
-        if lengths.is_empty() || lengths.len() > CLASSES || lengths.iter().any(|&l| l == 0 || l > MAX_CLASS_LEN) {
+        if lengths.is_empty() || lengths.len() > LEAN_CLASSES || lengths.iter().any(|&l| l == 0 || l > MAX_CLASS_LEN) {
             return None;
         }
         let mut by_len = lengths.to_vec();
@@ -143,7 +150,7 @@ impl ClassAlpha {
         for (c, &l) in by_len.iter().enumerate() {
             class_of[l as usize] = c as u8;
         }
-        Some(ClassAlpha {
+        Some(LeanAlpha {
             // α is a multiple of 1/65536 below 2^30: exact in an f64 and back.
             alpha: if cfg.infinite { 1 } else { (cfg.alpha.get() * ONE as f64).round() as i64 },
             tick_step: if cfg.infinite { 0 } else { ONE },
@@ -151,9 +158,9 @@ impl ClassAlpha {
             renorm_fx: (cfg.renormalize_at.min(1 << 40) as i64).saturating_mul(ONE),
             renormalisations: 0,
             seq: 0,
-            head: EMPTY,
+            head: Entry::empty(),
             class_of,
-            keys: [i64::MAX; CLASSES],
+            keys: [i64::MAX; LEAN_CLASSES],
             queues: std::array::from_fn(|_| Fifo::new()),
             waiting: 0,
             preempted: Vec::new(),
@@ -161,22 +168,22 @@ impl ClassAlpha {
     }
 
     /// How many times the clock was renormalised.
-    pub(super) fn renormalisations(&self) -> u64 {
+    pub fn renormalisations(&self) -> u64 {
         self.renormalisations
     }
 
     /// True when no message waits.
-    pub(super) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.head.left == 0 && self.waiting == 0 && self.preempted.is_empty()
     }
 
-    /// A message arrives (its length is one of the lane's lengths).
+    /// A message of `len` packets arrives (`len` is one of the lengths given to [`LeanAlpha::new`]).
     #[inline(always)]
-    pub(super) fn enqueue(&mut self, m: &Msg) {
-        let c = usize::from(self.class_of[m.len as usize]) % CLASSES;
+    pub fn enqueue(&mut self, tag: T, len: u32) {
+        let c = usize::from(self.class_of[len as usize]) % LEAN_CLASSES;
         // No overflow: α < 2^46 in fixed point, l ≤ 2^12 and the clock stays below 2^47.
-        let key = self.alpha * i64::from(m.len) + self.tick;
-        let e = Entry { key, seq: self.seq, t: m.t, left: m.len, len: m.len };
+        let key = self.alpha * i64::from(len) + self.tick;
+        let e = Entry { key, seq: self.seq, tag, left: len, len };
         self.seq += 1;
         if self.head.left > 0 && key < self.head.key {
             // A head ranks before every waiting message, so the stack stays best on top.
@@ -206,8 +213,8 @@ impl ClassAlpha {
 
     /// Takes the front of class `c` (which is not empty).
     #[inline(always)]
-    fn pop_class(&mut self, c: usize) -> Entry {
-        let c = c % CLASSES;
+    fn pop_class(&mut self, c: usize) -> Entry<T> {
+        let c = c % LEAN_CLASSES;
         let q = &mut self.queues[c];
         let e = q.pop();
         self.keys[c] = std::hint::select_unpredictable(q.is_empty(), i64::MAX, q.front().key);
@@ -217,7 +224,7 @@ impl ClassAlpha {
 
     /// The next message to send, taken from the classes or the preempted heads.
     #[inline(always)]
-    fn pop(&mut self) -> Option<Entry> {
+    fn pop(&mut self) -> Option<Entry<T>> {
         let Some(p) = self.preempted.last() else {
             if self.waiting == 0 {
                 return None;
@@ -230,19 +237,18 @@ impl ClassAlpha {
         }
         let c = self.best();
         let key = self.keys[c];
-        if p.key < key || (p.key == key && p.seq < self.queues[c % CLASSES].front().seq) {
+        if p.key < key || (p.key == key && p.seq < self.queues[c % LEAN_CLASSES].front().seq) {
             self.preempted.pop()
         } else {
             Some(self.pop_class(c))
         }
     }
 
-    /// Sends up to `n` packets in a row, calling `done(i, t, len)` for each message (arrived at
-    /// `t`, `len` packets) whose last packet was the `i`-th; returns how many were sent. As the
-    /// policy's `dequeue_many`: nothing can preempt the head without an arrival, so it runs until
+    /// Sends up to `n` packets in a row, calling `done(i, tag, len)` for each message whose last
+    /// packet was the `i`-th; returns how many were sent. As [`AlphaSched`]'s `dequeue_many`: nothing can preempt the head without an arrival, so it runs until
     /// it completes, then the next starts.
     #[inline(always)]
-    pub(super) fn dequeue_many(&mut self, n: u64, mut done: impl FnMut(u64, f64, u32)) -> u64 {
+    pub fn dequeue_many(&mut self, n: u64, mut done: impl FnMut(u64, T, u32)) -> u64 {
         if n == 0 {
             return 0;
         }
@@ -264,12 +270,12 @@ impl ClassAlpha {
                 break;
             }
             i += left;
-            done(i - 1, h.t, h.len);
+            done(i - 1, h.tag, h.len);
             // The next message starts at once (with no packet sent when the run ends here).
             match self.pop() {
                 Some(e) => h = e,
                 None => {
-                    h = EMPTY;
+                    h = Entry::empty();
                     break;
                 }
             }
@@ -282,10 +288,10 @@ impl ClassAlpha {
         i
     }
 
-    /// A message of `packets` packets was sent whole while this lane was empty (the policy's
+    /// A message of `packets` packets was sent whole while nothing waited ([`AlphaSched`]'s
     /// `bypass`): only the clock moves.
     #[inline(always)]
-    pub(super) fn bypass(&mut self, packets: u64) {
+    pub fn bypass(&mut self, packets: u64) {
         debug_assert!(self.is_empty());
         self.tick += self.tick_step * packets as i64;
         if self.tick >= self.renorm_fx {
@@ -313,13 +319,10 @@ impl ClassAlpha {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_policy::{Alpha, AlphaSched, Message, Policy};
+    use crate::alpha::Alpha;
+    use crate::{Message, Policy};
 
-    fn msg(t: f64, len: u32) -> Msg {
-        Msg { t, len, app: 0, seq: 0, class: 0 }
-    }
-
-    /// Random arrivals, runs of packet starts and bypasses, through the lean lane and the policy
+    /// Random arrivals, runs of packet starts and bypasses, through the lean form and the policy
     /// alike: the same messages complete at the same packet, and the clock is renormalised the same
     /// number of times.
     #[test]
@@ -336,27 +339,27 @@ mod tests {
                     let base =
                         if infinite { AlphaConfig::shortest_first() } else { AlphaConfig::fixed(Alpha::new(alpha).unwrap()) };
                     let cfg = AlphaConfig { renormalize_at: renorm, ..base };
-                    let mut lean = ClassAlpha::new(&cfg, lens).expect("a lean configuration");
-                    let mut pol: AlphaSched<Msg> = AlphaSched::new(cfg);
+                    let mut lean = LeanAlpha::<f64>::new(&cfg, lens).expect("a lean configuration");
+                    let mut pol: AlphaSched<(f64, u32)> = AlphaSched::new(cfg);
                     for step in 0..40_000 {
                         let r = rnd() % 100;
                         if r < 30 {
                             let len = lens[(rnd() % lens.len() as u64) as usize];
-                            let m = msg(f64::from(step), len);
+                            let t = f64::from(step);
                             if lean.is_empty() && r < 3 {
                                 assert!(pol.is_empty());
                                 lean.bypass(u64::from(len));
                                 assert!(pol.bypass(u64::from(len)));
                             } else {
-                                lean.enqueue(&m);
-                                pol.enqueue(Message::new(m, 0, len)).unwrap();
+                                lean.enqueue(t, len);
+                                pol.enqueue(Message::new((t, len), 0, len)).unwrap();
                             }
                         } else {
                             let n = rnd() % 12;
                             let mut a = Vec::new();
                             let mut b = Vec::new();
                             let got_a = lean.dequeue_many(n, |i, t, len| a.push((i, t, len)));
-                            let got_b = pol.dequeue_many(n, &mut |i, m: Msg| b.push((i, m.t, m.len)));
+                            let got_b = pol.dequeue_many(n, &mut |i, (t, len): (f64, u32)| b.push((i, t, len)));
                             assert_eq!(got_a, got_b, "{lens:?} α {alpha} step {step}");
                             assert_eq!(a, b, "{lens:?} α {alpha} step {step}");
                         }
@@ -373,13 +376,13 @@ mod tests {
     #[test]
     fn declines_what_it_does_not_cover() {
         let fixed = AlphaConfig::fixed(Alpha::new(10.0).unwrap());
-        assert!(ClassAlpha::new(&fixed, &[1, 2]).is_some());
-        assert!(ClassAlpha::new(&AlphaConfig::fixed(Alpha::ZERO), &[1, 2]).is_none());
-        assert!(ClassAlpha::new(&AlphaConfig { in_order: true, ..fixed }, &[1, 2]).is_none());
+        assert!(LeanAlpha::<f64>::new(&fixed, &[1, 2]).is_some());
+        assert!(LeanAlpha::<f64>::new(&AlphaConfig::fixed(Alpha::ZERO), &[1, 2]).is_none());
+        assert!(LeanAlpha::<f64>::new(&AlphaConfig { in_order: true, ..fixed }, &[1, 2]).is_none());
         let one = Alpha::new(1.0).unwrap();
-        assert!(ClassAlpha::new(&AlphaConfig::tracking(one, Alpha::new(100.0).unwrap(), 1.0), &[1, 2]).is_none());
-        assert!(ClassAlpha::new(&fixed, &[1, 2, 3, 4, 5, 6, 7, 8, 9]).is_none());
-        assert!(ClassAlpha::new(&fixed, &[1, 5000]).is_none());
-        assert!(ClassAlpha::new(&fixed, &[]).is_none());
+        assert!(LeanAlpha::<f64>::new(&AlphaConfig::tracking(one, Alpha::new(100.0).unwrap(), 1.0), &[1, 2]).is_none());
+        assert!(LeanAlpha::<f64>::new(&fixed, &[1, 2, 3, 4, 5, 6, 7, 8, 9]).is_none());
+        assert!(LeanAlpha::<f64>::new(&fixed, &[1, 5000]).is_none());
+        assert!(LeanAlpha::<f64>::new(&fixed, &[]).is_none());
     }
 }
