@@ -4,9 +4,9 @@ use super::Key;
 use crate::ring::Ring;
 
 /// Classes a lane keeps apart (message lengths seen first get one; later lengths use `Rest`).
-const MAX_CLASSES: usize = 8;
+pub(super) const MAX_CLASSES: usize = 8;
 /// Longest message length that can have a class.
-const MAX_CLASS_LEN: u32 = 1 << 12;
+pub(super) const MAX_CLASS_LEN: u32 = 1 << 12;
 
 /// Newcomers with the policy's own α, one FIFO per message length.
 ///
@@ -94,19 +94,7 @@ impl Classes {
     /// The class with the best front (meaningful when any class holds a message).
     #[inline(always)]
     pub(super) fn best(&self) -> usize {
-        // A fixed three-level tournament over all eight slots (unused ones hold `i64::MAX`): no
-        // loop and no branch, every step a conditional move (which class is best is
-        // unpredictable). The right side wins only when strictly lower, so ties go to the lower
-        // index, the longer class.
-        #[inline(always)]
-        fn min(a: (usize, i64), b: (usize, i64)) -> (usize, i64) {
-            let right = b.1 < a.1;
-            (std::hint::select_unpredictable(right, b.0, a.0), std::hint::select_unpredictable(right, b.1, a.1))
-        }
-        let k = &self.keys;
-        let ab = min(min((0, k[0]), (1, k[1])), min((2, k[2]), (3, k[3])));
-        let cd = min(min((4, k[4]), (5, k[5])), min((6, k[6]), (7, k[7])));
-        min(ab, cd).0
+        tournament(&self.keys)
     }
 
     /// The front of class `c` (which is not empty).
@@ -133,4 +121,20 @@ impl Classes {
             self.keys[c] = q.front().map_or(i64::MAX, |k| k.key);
         }
     }
+}
+
+/// The index of the lowest of eight priorities: a fixed three-level tournament (unused slots hold
+/// `i64::MAX`), no loop and no branch, every step a conditional move (which class is best is
+/// unpredictable). The right side wins only when strictly lower, so ties go to the lower index,
+/// the longer class.
+#[inline(always)]
+pub(super) fn tournament(k: &[i64; MAX_CLASSES]) -> usize {
+    #[inline(always)]
+    fn min(a: (usize, i64), b: (usize, i64)) -> (usize, i64) {
+        let right = b.1 < a.1;
+        (std::hint::select_unpredictable(right, b.0, a.0), std::hint::select_unpredictable(right, b.1, a.1))
+    }
+    let ab = min(min((0, k[0]), (1, k[1])), min((2, k[2]), (3, k[3])));
+    let cd = min(min((4, k[4]), (5, k[5])), min((6, k[6]), (7, k[7])));
+    min(ab, cd).0
 }

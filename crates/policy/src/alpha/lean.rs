@@ -19,16 +19,14 @@
 //!   entries stay a few scalars: a wider payload copied through the stack in vector halves and
 //!   read back across them stalled store forwarding on every completed message.
 
+use super::classes::{tournament, MAX_CLASSES, MAX_CLASS_LEN};
+use super::sched::ONE;
 use super::AlphaConfig;
 #[cfg(any(doc, test))]
 use super::AlphaSched;
 
-/// Length classes a [`LeanAlpha`] can hold ([`AlphaSched`] keeps up to eight apart, too).
-pub const LEAN_CLASSES: usize = 8;
-/// Longest length a [`LeanAlpha`] takes ([`AlphaSched`] gives a class to lengths up to 4096 only).
-const MAX_CLASS_LEN: u32 = 1 << 12;
-/// The policy's fixed point: priorities and α in 1/65536 of a packet.
-const ONE: i64 = 1 << 16;
+/// Length classes a [`LeanAlpha`] can hold: as many as [`AlphaSched`] keeps apart.
+pub const LEAN_CLASSES: usize = MAX_CLASSES;
 
 /// A waiting message: its priority, arrival number (ties go to the lower), packets left, the
 /// caller's tag and the length. A few scalars, so that copies stay in registers.
@@ -200,15 +198,7 @@ impl<T: Copy + Default> LeanAlpha<T> {
     /// The class with the best front; ties go to the lower index, the longer and older message.
     #[inline(always)]
     fn best(&self) -> usize {
-        #[inline(always)]
-        fn min(a: (usize, i64), b: (usize, i64)) -> (usize, i64) {
-            let right = b.1 < a.1;
-            (std::hint::select_unpredictable(right, b.0, a.0), std::hint::select_unpredictable(right, b.1, a.1))
-        }
-        let k = &self.keys;
-        let ab = min(min((0, k[0]), (1, k[1])), min((2, k[2]), (3, k[3])));
-        let cd = min(min((4, k[4]), (5, k[5])), min((6, k[6]), (7, k[7])));
-        min(ab, cd).0
+        tournament(&self.keys)
     }
 
     /// Takes the front of class `c` (which is not empty).

@@ -9,7 +9,7 @@ use crate::{check_message, Message, Packet, Policy, PolicyError};
 /// [`AlphaConfig::shortest_first`] for α = ∞.
 pub const ALPHA_MAX: f64 = 1e9;
 const FRAC_BITS: u32 = 16;
-const ONE: i64 = 1 << FRAC_BITS;
+pub(super) const ONE: i64 = 1 << FRAC_BITS;
 
 /// A finite, non-negative α, stored in fixed point (1/65536 resolution).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -77,7 +77,7 @@ impl Lane {
         let st = &mut self.stats;
         if let Some(p) = &mut self.lean {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use lean lanes");
-            return replay_lean(p, st, path);
+            return replay_lean(&mut [(p, st)], path);
         }
         if delivered.capacity() > 0 {
             // Closed loops: collect the applications whose message was delivered.
@@ -188,19 +188,14 @@ pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, pa
         let Lane { lean: Some(p), stats, .. } = lane else { unreachable!("a lean lane") };
         lean.push((p, stats));
     }
-    match lean.len() {
-        0 => {}
-        1 => {
-            let (p, st) = lean.pop().expect("one lane");
-            replay_lean(p, st, path);
-        }
-        _ => replay_lean_many(&mut lean, path),
+    if !lean.is_empty() {
+        replay_lean(&mut lean, path);
     }
 }
 
-/// [`replay_lean`] for several lean lanes at once (open loops).
+/// [`replay`] for lean alpha lanes (open loops), all of them together: each step is decoded once.
 #[inline(never)]
-fn replay_lean_many(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
+fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
     let mut served = 0;
     // A lone message is bypassed by every lean lane alike.
     let mut alone: Option<(Msg, usize)> = None;
@@ -250,46 +245,6 @@ fn replay_lean_many(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &
                     st.event(other);
                 }
             }
-        }
-    }
-    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
-    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
-}
-
-/// [`replay`] for a lean alpha lane (open loops).
-#[inline(never)]
-fn replay_lean(p: &mut LeanAlpha<f64>, st: &mut LaneStats, path: &Path) {
-    let mut served = 0;
-    let mut alone: Option<(Msg, usize)> = None;
-    for s in &path.steps {
-        let upto = s.before as usize;
-        if upto > served {
-            let times = &path.times[served..upto];
-            match &mut alone {
-                None => {
-                    let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
-                    debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-                    st.packets_out += got;
-                }
-                Some((m, left)) => {
-                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
-                    *left -= times.len();
-                    st.packets_out += times.len() as u64;
-                    if *left == 0 {
-                        st.delivered(*m, times[times.len() - 1]);
-                        alone = None;
-                    }
-                }
-            }
-            served = upto;
-        }
-        match s.kind {
-            Kind::Alone => {
-                p.bypass(u64::from(s.msg.len));
-                alone = Some((s.msg, s.msg.len as usize));
-            }
-            Kind::Arrive => p.enqueue(s.msg.t, s.msg.len),
-            other => st.event(other),
         }
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
