@@ -396,9 +396,9 @@ fn data_path(want: UringData, fd: RawFd) -> (Path, Option<String>) {
 }
 
 fn close(sh: &Shared, conns: &mut [Option<Conn>], free: &mut Vec<usize>, slot: usize, res: io::Result<()>) {
-    if let Some(c) = conns[slot].take() {
+    if let Some(mut c) = conns[slot].take() {
         let mut rep = sh.report(c.id, c.peer, c.stream.as_raw_fd(), c.bytes, res, c.busy, c.shut);
-        rep.note = c.note.clone();
+        rep.note = c.note.take();
         drop(c);
         free.push(slot);
         sh.finish(rep);

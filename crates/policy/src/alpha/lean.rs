@@ -21,9 +21,9 @@
 
 use super::classes::{tournament, MAX_CLASSES, MAX_CLASS_LEN};
 use super::sched::ONE;
-use super::AlphaConfig;
 #[cfg(any(doc, test))]
 use super::AlphaSched;
+use super::{Alpha, AlphaConfig};
 
 /// Length classes a [`LeanAlpha`] can hold: as many as [`AlphaSched`] keeps apart.
 pub const LEAN_CLASSES: usize = MAX_CLASSES;
@@ -135,7 +135,7 @@ impl<T: Copy + Default> LeanAlpha<T> {
     /// The lean scheduler for `cfg` when messages have one of `lengths` packets, or `None` when the
     /// configuration needs more than it offers (tracking, §11 order, α = 0, too many lengths).
     pub fn new(cfg: &AlphaConfig, lengths: &[u32]) -> Option<LeanAlpha<T>> {
-        if cfg.tracking.is_some() || cfg.in_order || !(cfg.infinite || cfg.alpha.get() > 0.0) {
+        if cfg.tracking.is_some() || cfg.in_order || !(cfg.infinite || cfg.alpha > Alpha::ZERO) {
             return None;
         }
         if lengths.is_empty() || lengths.len() > LEAN_CLASSES || lengths.iter().any(|&l| l == 0 || l > MAX_CLASS_LEN) {
@@ -149,8 +149,7 @@ impl<T: Copy + Default> LeanAlpha<T> {
             class_of[l as usize] = c as u8;
         }
         Some(LeanAlpha {
-            // α is a multiple of 1/65536 below 2^30: exact in an f64 and back.
-            alpha: if cfg.infinite { 1 } else { (cfg.alpha.get() * ONE as f64).round() as i64 },
+            alpha: if cfg.infinite { 1 } else { cfg.alpha.fx() },
             tick_step: if cfg.infinite { 0 } else { ONE },
             tick: 0,
             renorm_fx: (cfg.renormalize_at.min(1 << 40) as i64).saturating_mul(ONE),
@@ -309,7 +308,6 @@ impl<T: Copy + Default> LeanAlpha<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alpha::Alpha;
     use crate::{Message, Policy};
 
     /// Random arrivals, runs of packet starts and bypasses, through the lean form and the policy

@@ -84,7 +84,7 @@ fn run_with(cfg: &SimConfig, ctl: &Control, threads: usize, allow: Shortcuts) ->
 struct Shortcuts {
     /// The common case's generator, [`Generator::fill_poisson`].
     fast_gen: bool,
-    /// Lean alpha lanes ([`super::alpha`]) where they apply.
+    /// Lean alpha lanes ([`schedlab_policy::LeanAlpha`]) where they apply.
     lean: bool,
 }
 
@@ -395,11 +395,11 @@ mod tests {
     use super::*;
     use crate::model::{parse_strategy, report_defaults, AlphaClass, LengthDist, TraceArrival};
 
-    /// Equal, numbers to 1e-12 relative: the two generators add a service time to the clock in a
-    /// different order, so latencies can differ in the last bit.
     /// The general generator, lean lanes allowed.
     const GENERAL_GEN: Shortcuts = Shortcuts { fast_gen: false, lean: true };
 
+    /// Equal, numbers to 1e-12 relative: the two generators add a service time to the clock in a
+    /// different order, so latencies can differ in the last bit.
     fn same(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
         use serde_json::Value;
         match (a, b) {
