@@ -28,7 +28,8 @@
 # Usage: scripts/echo-crosscheck.sh           (defaults below; environment overrides)
 #   REPS=6 SIZES="1 64 1024" (KiB) ROUNDS_SMALL=3000 ROUNDS_1M=1000 LIMIT=1.05 P99_LIMIT=1.05 STRICT=0
 #   PARTS="client servers"  SERVER_CPU=0 CLIENT_CPU=1  ANCHOR=dir  SCHEDLAB=path/to/schedlab
-#   IOURING_VS="naive iosubmit splice"
+#   IOURING_VS="naive iosubmit splice"  MODES="naive iosubmit splice sockmap io_uring" (servers
+#   run; to repeat some rows alone, e.g. PARTS=servers MODES="splice sockmap" SIZES="1 1024")
 # Exit status: 0 no OVER row (STRICT=1: every ratio within its limit), 1 otherwise, 2 setup failure.
 # Figures are medians because the machine may be shared and noisy; do not read single runs.
 # test-burst sleeps 1 s after connecting (fixed in the original), so each run costs at least 1 s and
@@ -45,6 +46,7 @@ IOURING_VS=${IOURING_VS:-"naive iosubmit splice"}
 LIMIT=${LIMIT:-1.05}
 P99_LIMIT=${P99_LIMIT:-1.05}
 PARTS=${PARTS:-"client servers"}
+MODES=${MODES:-"naive iosubmit splice sockmap io_uring"}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
@@ -147,7 +149,7 @@ fi
 if [[ " $PARTS " == *" servers "* ]]; then
     echo "# 2. servers: test-burst against the original echo-MODE and schedlab echo --mode MODE"
     for r in $(seq 1 "$REPS"); do
-        for mode in naive iosubmit splice sockmap io_uring; do
+        for mode in $MODES; do
             sides="schedlab"
             [[ " $orig_modes " == *" $mode "* ]] && sides="original schedlab"
             (( r % 2 )) || sides=$(echo "$sides" | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -164,11 +166,12 @@ if [[ " $PARTS " == *" servers "* ]]; then
     done
 fi
 
-python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" <<'PY'
+python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" <<'PY'
 import glob, math, os, statistics, sys
 work, reps, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3].split()]
 lim50, lim99, strict = float(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1"
 iouring_vs = sys.argv[7].split()
+modes = sys.argv[8].split()
 
 def pct(v, p):
     v = sorted(v)
@@ -227,15 +230,15 @@ if glob.glob(f"{work}/client_*"):
     for kib in sizes:
         row("client (vs echo-naive)", size_name(kib), runs(f"client_original_{kib}"), runs(f"client_schedlab_{kib}"), "test-burst ")
 if glob.glob(f"{work}/server_*"):
-    for mode in ["naive", "iosubmit", "splice", "sockmap"]:
+    for mode in [m for m in ["naive", "iosubmit", "splice", "sockmap"] if m in modes]:
         for kib in sizes:
             row(f"server {mode}", size_name(kib), runs(f"server_original_{mode}_{kib}"), runs(f"server_schedlab_{mode}_{kib}"), "")
-    for kib in sizes:
+    for kib in sizes if "io_uring" in modes else []:
         best = [(m, runs(f"server_original_{m}_{kib}")) for m in iouring_vs]
         best = [(m, x) for m, x in best if x]
         m, o = min(best, key=lambda t: med(t[1], 0)) if best else ("", {})
         row(f"server io_uring vs best original ({'/'.join(iouring_vs)})", size_name(kib), o, runs(f"server_schedlab_io_uring_{kib}"), f"{m} ")
-    if "sockmap" not in iouring_vs:
+    if "sockmap" not in iouring_vs and {"sockmap", "io_uring"} <= set(modes):
         for kib in sizes:
             row("server io_uring vs original sockmap (in-kernel echo)", size_name(kib), runs(f"server_original_sockmap_{kib}"),
                 runs(f"server_schedlab_io_uring_{kib}"), "sockmap ", info=True)
