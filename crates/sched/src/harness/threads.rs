@@ -417,7 +417,7 @@ fn scheduler_thread<P: Policy<Item>>(
             break;
         }
         let Some(core) = guard.as_mut() else { break };
-        let (work, now) = core.pass_with(|| clock.now());
+        let (work, now) = core.pass_with(|ordered| if ordered { clock.now() } else { clock.now_unordered() });
         rt.tick(now);
         if info.is_none() {
             info = Some(ThreadInfo::current());
@@ -566,7 +566,7 @@ fn maybe_schedule<P: Policy<Item>>(shared: &Shared<P>, me: u64, tries: &mut u64,
     };
     shared.trylock_free.fetch_add(1, Ordering::Relaxed);
     shared.took_role(me);
-    let (work, t0) = core.pass_with(|| shared.clock.now());
+    let (work, t0) = core.pass_with(|ordered| if ordered { shared.clock.now() } else { shared.clock.now_unordered() });
     drop(core);
     *passes += 1;
     shared.client_passes.fetch_add(1, Ordering::Relaxed);
