@@ -3,7 +3,8 @@
 #
 # Usage:
 #   scripts/sched-crosscheck.sh --orig DIR [--runs N] [--secs S] [--sched-cpu C] [--out FILE]
-#       The issue-14 table: five cases, each run alternately (original, schedlab, original, ...)
+#       The issue-14 table: five cases (and a sixth, the schedulers' drain rate with full rings:
+#       bursts of 4 at 400 Gb/s), each run alternately (original, schedlab, original, ...)
 #       N times (default 5); prints per case the median Mpps of both, the ratio schedlab/original
 #       and every trial. DIR is a folder holding the original's sources (such as
 #       /work/shared/anchors/sched16); it is copied to a temporary folder OUTSIDE the repository
@@ -220,6 +221,15 @@ if [ "$TABLE" = 0 ]; then
         "$A -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 -- -flowsets 1:1500:2 -alg rr" \
         "$A --client-cpus $(client_cpus_arg 2) -t 2 -D -f p60.txt -b 200G -q 512 -i 0 -c 0 --no-timestamps -- -flowsets 1:1500:2 -alg rr" \
         "$(req_mpps 2 200e9 60)"
+    # Not one of issue 14's rows: the scheduler's drain rate. Bursts of 4 at 400 Gb/s (33.3 Mpps
+    # requested, more than either scheduler moves) keep both rings full, so what each program
+    # delivers is its scheduler's per-packet cost with a backlog (the queue limit at its default,
+    # 20 packets for 1 flow, in both).
+    program psat.txt 1 400G 1500 4
+    pair "saturating drain (1s 400G 1500 4, as seed A), 1 client" 1 \
+        "$A -t 1 -f psat.txt -b 500G -q 500 -i 5 -- -flowsets 1:1500:1 -alg rr" \
+        "$A --client-cpus $(client_cpus_arg 1) -t 1 -f psat.txt -b 500G -q 500 -i 5ns -c 5us --no-timestamps -- -flowsets 1:1500:1 -alg rr" \
+        "$(req_mpps 1 400e9 1500)"
     if [ -n "$OFFERED" ]; then
         echo
         echo "Offered load (what entered the clients' rings plus what the full rings dropped, Mpps, medians) and the"

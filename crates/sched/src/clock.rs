@@ -20,6 +20,9 @@
 //!   visible, so a clock read placed after a load that saw the other side's store reads a later
 //!   time than the other side's read before that store (the ordering the harness's timestamp
 //!   discipline relies on; `rdtsc` alone could execute before the load).
+//! - [`Clock::now_unordered`] is a plain `rdtsc`, for the one read whose user checks the value
+//!   against what it loaded (the scheduler's visit read, `sch_enq`: a message stamped later stays
+//!   in its ring for the next visit), so that read does not wait for the ring's cache misses.
 
 use std::sync::OnceLock;
 
@@ -70,17 +73,36 @@ impl Clock {
         Clock { tsc: true, tsc0: t1, ns0: n1, mult }
     }
 
-    /// Nanoseconds on the `CLOCK_MONOTONIC` time line.
+    /// Nanoseconds on the `CLOCK_MONOTONIC` time line, read after every earlier instruction
+    /// (`rdtscp`; see the module documentation).
     #[inline(always)]
     pub fn now(&self) -> u64 {
         if self.tsc {
-            // A TSC below the anchor (another CPU's reading a few ticks behind, right after
-            // calibration) reads as the anchor.
-            let d = rdtscp().saturating_sub(self.tsc0);
-            self.ns0 + ((u128::from(d) * u128::from(self.mult)) >> 32) as u64
+            self.scale(rdtscp())
         } else {
             now_ns()
         }
+    }
+
+    /// Like [`Clock::now`] but without waiting for earlier instructions (`rdtsc`): the read may
+    /// execute before loads that precede it in the program. For a caller that checks what it
+    /// read against the value (the scheduler's visit read: `Consumer::take` leaves a message
+    /// stamped later than it in the ring).
+    #[inline(always)]
+    pub fn now_unordered(&self) -> u64 {
+        if self.tsc {
+            self.scale(rdtsc())
+        } else {
+            now_ns()
+        }
+    }
+
+    #[inline(always)]
+    fn scale(&self, tsc: u64) -> u64 {
+        // A TSC below the anchor (another CPU's reading a few ticks behind, right after
+        // calibration) reads as the anchor.
+        let d = tsc.saturating_sub(self.tsc0);
+        self.ns0 + ((u128::from(d) * u128::from(self.mult)) >> 32) as u64
     }
 }
 
@@ -120,6 +142,20 @@ fn rdtscp() -> u64 {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn rdtscp() -> u64 {
+    0
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn rdtsc() -> u64 {
+    // SAFETY: `rdtsc` only reads the time-stamp counter into registers; used only when the
+    // kernel's clocksource is the TSC, which implies the CPU has it.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn rdtsc() -> u64 {
     0
 }
 

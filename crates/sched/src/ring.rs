@@ -212,7 +212,15 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             msg_len: vec![0; slots].into_boxed_slice(),
             counted: vec![false; slots].into_boxed_slice(),
         },
-        Consumer { ring, mask, cons: 0, tail: 0, progress: vec![0; slots].into_boxed_slice(), prefetched: 0 },
+        Consumer {
+            ring,
+            mask,
+            cons: 0,
+            tail: 0,
+            progress: vec![0; slots].into_boxed_slice(),
+            prefetched: 0,
+            prefetchw: has_prefetchw(),
+        },
     )
 }
 
@@ -436,6 +444,27 @@ pub struct Consumer {
     /// Scheduler-private: the lines of entries below this position have been prefetched.
     #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
     prefetched: u64,
+    /// The CPU has `prefetchw` (prefetch for writing).
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
+    prefetchw: bool,
+}
+
+/// Marks per cache line.
+#[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
+const MARKS_PER_LINE: u64 = 8;
+
+/// True when the CPU has `prefetchw` (CPUID 0x8000_0001 ECX bit 8, AMD's 3DNowPrefetch and
+/// Intel's PRFCHW).
+fn has_prefetchw() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(feature = "loom")))]
+    {
+        use core::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))))]
+    {
+        false
+    }
 }
 
 impl Consumer {
@@ -472,6 +501,17 @@ impl Consumer {
                 // SAFETY: `prefetch` is a hint that accesses no memory (any address is allowed; this
                 // one is a live line of the ring), and SSE, which it needs, is part of x86_64.
                 unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((line as *const Line).cast()) };
+                if self.prefetchw && pos % MARKS_PER_LINE < PER_LINE {
+                    // The line of marks these packets will get: ask for it in the exclusive state
+                    // now, so that the release's mark stores do not wait (store buffer full) for
+                    // the client's shared copy to be invalidated.
+                    let marks = &self.ring.done[(pos & self.mask) as usize];
+                    // SAFETY: `prefetchw` is a hint that accesses no memory (this address is a
+                    // live mark of the ring); `prefetchw` was found in CPUID (`channel`).
+                    unsafe {
+                        core::arch::asm!("prefetchw [{0}]", in(reg) (marks as *const AtomicU64), options(nostack, preserves_flags, readonly))
+                    };
+                }
                 pos += PER_LINE;
             }
             // A line only partly published is fetched again at the next visit (as before this

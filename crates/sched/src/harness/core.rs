@@ -116,7 +116,7 @@ impl<P: Policy<Item>> Core<P> {
     /// Returns the number of packets taken plus released.
     #[inline]
     pub fn pass(&mut self, now: u64) -> usize {
-        self.pass_with(|| now).0
+        self.pass_with(|_| now).0
     }
 
     /// One scheduler pass: take new messages from every ring, then release packets while the
@@ -124,8 +124,15 @@ impl<P: Policy<Item>> Core<P> {
     /// `sch_enq`) and once before the release batch if anything was taken (the batch's `sch_deq`; otherwise the
     /// last read serves); see the module documentation. Returns (packets taken + released, the
     /// last clock value read).
+    ///
+    /// `clock(ordered)`: with `ordered == false` (the visits' read) the read need not wait for the
+    /// ring loads before it (`rdtsc`): a message stamped later than that read stays in its ring
+    /// until the next visit (`Consumer::take` checks), so `sch_enq >= cli_enq` holds either way,
+    /// and the take loop's loads overlap the read. With `ordered == true` (the release batch's
+    /// read) it must follow every earlier instruction, including that first read (`rdtscp`), so
+    /// `sch_deq >= sch_enq`.
     #[inline]
-    pub fn pass_with(&mut self, mut clock: impl FnMut() -> u64) -> (usize, u64) {
+    pub fn pass_with(&mut self, mut clock: impl FnMut(bool) -> u64) -> (usize, u64) {
         self.passes += 1;
         let mut work = 0;
         // Which rings have something, then one clock read for all of them: every message seen
@@ -136,7 +143,7 @@ impl<P: Policy<Item>> Core<P> {
                 self.ready.push(c as u32);
             }
         }
-        let last = if self.ready.is_empty() { None } else { Some(clock()) };
+        let last = if self.ready.is_empty() { None } else { Some(clock(false)) };
         for k in 0..self.ready.len() {
             let c = self.ready[k] as usize;
             let now = last.unwrap_or(0);
@@ -195,7 +202,7 @@ impl<P: Policy<Item>> Core<P> {
         }
         // The release batch's stamp: a fresh read when this pass took packets (so that sch_deq
         // measures the time spent in the policy), else the pass's only read.
-        let now = if work > 0 || last.is_none() { clock() } else { last.unwrap_or(0) };
+        let now = if work > 0 || last.is_none() { clock(true) } else { last.unwrap_or(0) };
         let now_fp = (u128::from(now) * 1000) << 16;
         let mut released = 0;
         for _ in 0..self.batch {

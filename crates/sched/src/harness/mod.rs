@@ -6,8 +6,9 @@
 //! `rdtscp` where the kernel keeps time with the TSC, else `clock_gettime`), read where the event
 //! happens or once per batch *after* the ring was read, never before:
 //! - `cli_enq`: the client's clock read before it writes and publishes the packet;
-//! - `sch_enq`: read by the scheduler after it saw a client's ring non-empty, once per ring visit
-//!   (a message stamped later than that read waits for the next visit);
+//! - `sch_enq`: read by the scheduler once it saw a client's ring non-empty, once per pass for
+//!   the visits (a message stamped later than that read waits for the next visit, so the stage
+//!   is never negative; this one read is a plain `rdtsc` that need not wait for the ring's loads);
 //! - `sch_deq`: read after the pass's takes, once per release batch, before the marks are stored;
 //! - `cli_deq`: read by the client after it counted the marks it will consume, once per poll
 //!   (a mark stored later than that read is counted at the next poll).

@@ -30,9 +30,9 @@ const FINAL: u8 = 2;
 
 /// The scheduler role: the core, owned by whoever holds `lock` (a `crates/prims` try-lock).
 /// Outside distributed mode the scheduler thread takes it at the start and keeps it.
-struct Role {
+struct Role<P> {
     lock: Box<dyn TryLock>,
-    core: UnsafeCell<Core<AnyPolicy<Item>>>,
+    core: UnsafeCell<Core<P>>,
 }
 
 // SAFETY: `core` is only reached through `RoleGuard`, which exists only while `lock` is held; the
@@ -40,18 +40,18 @@ struct Role {
 // successful `try_lock` and release semantics on `unlock` (POSIX semaphores, pthread mutexes and
 // spinlocks synchronise memory; the atomic ones use Acquire/Release), so the holders' accesses
 // are ordered. `Core` itself is Send (plain data, rings whose ends are Send).
-unsafe impl Sync for Role {}
+unsafe impl<P: Send> Sync for Role<P> {}
 
 /// The held scheduler role; unlocks on drop.
-struct RoleGuard<'a>(&'a Role);
+struct RoleGuard<'a, P>(&'a Role<P>);
 
-impl Role {
+impl<P> Role<P> {
     #[inline]
-    fn try_enter(&self) -> Option<RoleGuard<'_>> {
+    fn try_enter(&self) -> Option<RoleGuard<'_, P>> {
         self.lock.try_lock().then(|| RoleGuard(self))
     }
     /// Spins (yielding) until the role is taken; clients hold it for one pass at a time.
-    fn enter(&self) -> RoleGuard<'_> {
+    fn enter(&self) -> RoleGuard<'_, P> {
         loop {
             if let Some(g) = self.try_enter() {
                 return g;
@@ -61,22 +61,22 @@ impl Role {
     }
 }
 
-impl std::ops::Deref for RoleGuard<'_> {
-    type Target = Core<AnyPolicy<Item>>;
+impl<P> std::ops::Deref for RoleGuard<'_, P> {
+    type Target = Core<P>;
     fn deref(&self) -> &Self::Target {
         // SAFETY: the guard exists only while this thread holds the lock (see `Role`).
         unsafe { &*self.0.core.get() }
     }
 }
 
-impl std::ops::DerefMut for RoleGuard<'_> {
+impl<P> std::ops::DerefMut for RoleGuard<'_, P> {
     fn deref_mut(&mut self) -> &mut Self::Target {
         // SAFETY: as above; `&mut self` makes this the only reference through this guard.
         unsafe { &mut *self.0.core.get() }
     }
 }
 
-impl Drop for RoleGuard<'_> {
+impl<P> Drop for RoleGuard<'_, P> {
     fn drop(&mut self) {
         self.0.lock.unlock();
     }
@@ -100,7 +100,7 @@ impl<T> std::ops::Deref for Padded<T> {
 /// State shared by every thread of a run. The fields clients read on every loop iteration
 /// (`phase`, `sleeping`) and the scheduler role (the core, written on every pass) sit in lines of
 /// their own, apart from the counters distributed mode updates.
-struct Shared {
+struct Shared<P> {
     /// The run's clock (read-only; each thread copies it).
     clock: Clock,
     phase: Padded<AtomicU8>,
@@ -109,7 +109,7 @@ struct Shared {
     end: AtomicU64,
     /// Clients that have preallocated their records and wait for the start.
     ready: AtomicUsize,
-    role: Padded<Role>,
+    role: Padded<Role<P>>,
     /// Distributed mode: the scheduler thread is asleep (or about to take the role back) and
     /// clients may schedule.
     sleeping: Padded<AtomicBool>,
@@ -131,7 +131,7 @@ struct Shared {
     trylock_sampled_ns: AtomicU64,
 }
 
-impl Shared {
+impl<P> Shared<P> {
     /// Records that `who` took the role (counts a hand-over when the holder changes).
     #[inline]
     fn took_role(&self, who: u64) {
@@ -179,7 +179,24 @@ fn spin_until(clock: &Clock, t: u64, y: &mut RtYield, phase: &AtomicU8) {
 }
 
 /// Runs the configuration. `interrupt` (Ctrl-C) ends it early; results are partial then.
+///
+/// The run is compiled once per policy type (the `-alg` choice is matched here, once), so the
+/// scheduler's per-packet policy calls are direct and inlined rather than dispatched through
+/// [`AnyPolicy`] at every call.
 pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
+    match cfg.alg.build::<Item>(&cfg.flows) {
+        AnyPolicy::Fifo(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::RoundRobin(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::RoundRobinHead(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::Alpha(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::Track(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::Drr(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::Wf2qPlus(p) => run_with(cfg, interrupt, p),
+        AnyPolicy::Qfq(p) => run_with(cfg, interrupt, p),
+    }
+}
+
+fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBool, policy: P) -> anyhow::Result<RunResult> {
     anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
     anyhow::ensure!(
         (1..=crate::ring::MAX_CAPACITY).contains(&cfg.queue),
@@ -223,7 +240,6 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         producers.push(p);
         consumers.push(c);
     }
-    let policy = cfg.alg.build(&cfg.flows);
     let notifier = if cfg.distributed {
         Some(cfg.notify.create().map_err(|e| anyhow::anyhow!("distributed mode (-D) needs a {} notifier: {e}", cfg.notify))?)
     } else {
@@ -255,7 +271,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
         trylock_sampled: AtomicU64::new(0),
         trylock_sampled_ns: AtomicU64::new(0),
     });
-    let wake_scheduler = |shared: &Shared| {
+    let wake_scheduler = |shared: &Shared<P>| {
         if let Some(n) = &shared.notifier {
             let _ = n.notify();
         }
@@ -383,7 +399,12 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     })
 }
 
-fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed: bool) -> (Option<ThreadInfo>, Option<String>) {
+fn scheduler_thread<P: Policy<Item>>(
+    shared: &Shared<P>,
+    cpu: Option<usize>,
+    poll: u64,
+    distributed: bool,
+) -> (Option<ThreadInfo>, Option<String>) {
     let clock = shared.clock;
     let pin_error = cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin the scheduler to CPU {c}: {e}")));
     let mut info = None;
@@ -396,7 +417,7 @@ fn scheduler_thread(shared: &Shared, cpu: Option<usize>, poll: u64, distributed:
             break;
         }
         let Some(core) = guard.as_mut() else { break };
-        let (work, now) = core.pass_with(|| clock.now());
+        let (work, now) = core.pass_with(|ordered| if ordered { clock.now() } else { clock.now_unordered() });
         rt.tick(now);
         if info.is_none() {
             info = Some(ThreadInfo::current());
@@ -524,7 +545,7 @@ impl ClientState {
 
 /// Distributed mode: run one scheduler pass if the scheduler thread sleeps and the lock is free.
 #[inline]
-fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
+fn maybe_schedule<P: Policy<Item>>(shared: &Shared<P>, me: u64, tries: &mut u64, passes: &mut u64) {
     if !shared.sleeping.load(Ordering::Relaxed) || shared.phase.load(Ordering::Relaxed) != RUN {
         return;
     }
@@ -545,7 +566,7 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
     };
     shared.trylock_free.fetch_add(1, Ordering::Relaxed);
     shared.took_role(me);
-    let (work, t0) = core.pass_with(|| shared.clock.now());
+    let (work, t0) = core.pass_with(|ordered| if ordered { shared.clock.now() } else { shared.clock.now_unordered() });
     drop(core);
     *passes += 1;
     shared.client_passes.fetch_add(1, Ordering::Relaxed);
@@ -566,7 +587,7 @@ fn maybe_schedule(shared: &Shared, me: u64, tries: &mut u64, passes: &mut u64) {
     }
 }
 
-fn client_thread(shared: &Shared, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
+fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: ClientCtx) -> ClientResult {
     let clock = shared.clock;
     let pin_error =
         ctx.cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin client {} to CPU {c}: {e}", ctx.index)));
