@@ -62,6 +62,7 @@ impl Lane {
                 packets_out: 0,
                 class_alpha,
                 checks: Vec::new(),
+                pending: Vec::new(),
             },
         }
     }
@@ -218,7 +219,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
                     for (_, st) in lanes.iter_mut() {
                         st.packets_out += times.len() as u64;
                         if done {
-                            st.delivered(*m, times[times.len() - 1]);
+                            st.delivered_plain(m.t, m.len, times[times.len() - 1]);
                         }
                     }
                     if done {
@@ -242,6 +243,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
             }
             other => {
                 for (_, st) in lanes.iter_mut() {
+                    st.flush();
                     st.event(other);
                 }
             }
@@ -249,6 +251,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
     debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
+    debug_assert!(lanes.iter().all(|(_, st)| st.pending.is_empty()), "a chunk ends with an End step, which flushes");
 }
 
 /// The packet starts at `times`, in a row with no arrival between them: every queue sends one

@@ -208,6 +208,9 @@ pub(super) struct LaneStats {
     pub(super) class_alpha: Vec<Alpha>,
     /// Per checkpoint: (packets out, per-length means, overall mean).
     pub(super) checks: Vec<(u64, Vec<f64>, f64)>,
+    /// Latencies (and lengths) of messages delivered in lean lanes, not yet added to `by_len`:
+    /// recorded in delivery order by [`LaneStats::flush`] before any statistic is read.
+    pub(super) pending: Vec<(f64, u32)>,
 }
 
 impl LaneStats {
@@ -225,7 +228,19 @@ impl LaneStats {
     #[inline(always)]
     pub(super) fn delivered_plain(&mut self, t: f64, len: u32, now: f64) {
         debug_assert!(!self.extra);
-        self.by_len[len as usize].add(now - t);
+        self.pending.push((now - t, len));
+    }
+
+    /// Adds the pending latencies to the per-length accumulators, in delivery order (so every
+    /// sum is the same as when added one by one at delivery). Recording them apart from the
+    /// scheduling keeps each histogram update off the scheduler's chain of dependent loads.
+    #[inline(never)]
+    pub(super) fn flush(&mut self) {
+        let LaneStats { by_len, pending, .. } = self;
+        for &(lat, len) in pending.iter() {
+            by_len[len as usize].add(lat);
+        }
+        pending.clear();
     }
 
     /// Per-class latency (§10) and reordering counts (§11), when asked for.
