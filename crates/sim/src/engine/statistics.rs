@@ -208,8 +208,9 @@ pub(super) struct LaneStats {
     pub(super) class_alpha: Vec<Alpha>,
     /// Per checkpoint: (packets out, per-length means, overall mean).
     pub(super) checks: Vec<(u64, Vec<f64>, f64)>,
-    /// Latencies (and lengths) of messages delivered in lean lanes, not yet added to `by_len`:
-    /// recorded in delivery order by [`LaneStats::flush`] before any statistic is read.
+    /// Latencies (and lengths) of delivered messages not yet added to `by_len`: added in
+    /// delivery order by [`LaneStats::flush`] at every event (a chunk ends with one), before any
+    /// statistic is read.
     pub(super) pending: Vec<(f64, u32)>,
 }
 
@@ -217,7 +218,7 @@ impl LaneStats {
     #[inline(always)]
     pub(super) fn delivered(&mut self, m: Msg, now: f64) {
         let lat = now - m.t;
-        self.by_len[m.len as usize].add(lat);
+        self.pending.push((lat, m.len));
         if self.extra {
             self.delivered_extra(m, lat);
         }
@@ -290,6 +291,7 @@ impl LaneStats {
 
     #[cold]
     pub(super) fn event(&mut self, kind: Kind) {
+        self.flush();
         match kind {
             Kind::Batch => self.close_batch(),
             Kind::Check => self.check(),
