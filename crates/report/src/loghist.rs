@@ -61,25 +61,6 @@ impl LogHist {
         self.max_bits = self.max_bits.max(x.to_bits());
     }
 
-    /// Records every value of `xs` (as [`LogHist::record`] one by one), with the count, minimum
-    /// and maximum kept in registers across the slice.
-    pub fn record_all(&mut self, xs: &[f64]) {
-        let (mut lo, mut hi) = (self.min_bits, self.max_bits);
-        for &x in xs {
-            let x = if x > 0.0 { x } else { 0.0 };
-            let i = Self::index(x);
-            match self.counts.get_mut(i) {
-                Some(c) => *c = c.saturating_add(1),
-                None => self.grow_and_count(i),
-            }
-            lo = lo.min(x.to_bits());
-            hi = hi.max(x.to_bits());
-        }
-        self.n += xs.len() as u64;
-        self.min_bits = lo;
-        self.max_bits = hi;
-    }
-
     #[cold]
     fn grow_and_count(&mut self, i: usize) {
         self.counts.resize((i + 1).next_power_of_two().min(BUCKETS), 0);
@@ -179,32 +160,5 @@ mod tests {
         a.merge(&h);
         assert_eq!(a.len(), 6);
         assert_eq!(a.max(), 1e300);
-    }
-
-    #[test]
-    fn record_all_is_recording_one_by_one() {
-        let mut s = 0x9e37_79b9_u64;
-        let xs: Vec<f64> = (0..5_000)
-            .map(|i| {
-                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                match i % 50 {
-                    0 => -2.0,
-                    1 => f64::NAN,
-                    2 => -0.0,
-                    3 => 1e300,
-                    _ => (s >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((i % 7) as i32),
-                }
-            })
-            .collect();
-        let (mut one, mut all) = (LogHist::new(), LogHist::new());
-        one.record(3.5);
-        all.record(3.5);
-        xs.iter().for_each(|&x| one.record(x));
-        all.record_all(&xs[..1234]);
-        all.record_all(&[]);
-        all.record_all(&xs[1234..]);
-        assert_eq!(one.counts, all.counts);
-        assert_eq!((one.n, one.min_bits, one.max_bits), (all.n, all.min_bits, all.max_bits));
-        assert_eq!(all.len(), 5_001);
     }
 }
