@@ -332,6 +332,40 @@ mod tests {
         assert_eq!(seq, vec!['b', 'c', 'a', 'b', 'a']);
     }
 
+    /// Long runs of turns over few messages (where whole rounds are taken at once) send what
+    /// turn-by-turn dequeues send, for RR and RR', with arrivals between the runs.
+    #[test]
+    fn whole_rounds_equal_turn_by_turn() {
+        fn check<P: Policy<u32>>(mut bulk: P, mut single: P) {
+            let lens = [5u32, 9, 3, 12, 1, 40, 2, 7, 7, 30];
+            let mut id = 0;
+            for (k, &len) in lens.iter().enumerate() {
+                for _ in 0..=(k % 3) {
+                    bulk.enqueue(Message::new(id, 0, len + id % 4)).unwrap();
+                    single.enqueue(Message::new(id, 0, len + id % 4)).unwrap();
+                    id += 1;
+                }
+                let n = [1u64, 4, 17, 60, 3, 200, 9, 33, 100, 1000][k];
+                let mut got = Vec::new();
+                let sent = bulk.dequeue_many(n, &mut |i, item| got.push((i, item)));
+                let mut want = Vec::new();
+                let mut took = 0;
+                for i in 0..n {
+                    let Some(p) = single.dequeue() else { break };
+                    took += 1;
+                    if p.last {
+                        want.push((i, p.item));
+                    }
+                }
+                assert_eq!((sent, &got), (took, &want), "run {k}");
+                assert_eq!(bulk.queued_packets(), single.queued_packets());
+            }
+            assert!(bulk.is_empty(), "the last run drains both");
+        }
+        check(RoundRobin::new(), RoundRobin::new());
+        check(RoundRobinHead::new(), RoundRobinHead::new());
+    }
+
     #[test]
     fn zero_packet_message_is_refused() {
         let mut f = Fifo::new();
