@@ -50,6 +50,41 @@ impl<T: Copy> Line<T> {
     }
 }
 
+/// Up to `n` round-robin turns of one packet each over `ring` (the served message moves to the
+/// back, or leaves with its last packet: `done` is told, with the turn number); returns the turns
+/// taken. Whole rounds in which no message completes change nothing but every packet count (each
+/// message is served once and the ring comes back to the same order), so they are taken at once
+/// when at least a round's turns remain: only the rounds where a message completes go turn by turn.
+#[inline(always)]
+fn round_robin<T: Copy, F: FnMut(u64, T)>(ring: &mut Ring<Pending<T>>, n: u64, done: &mut F) -> u64 {
+    let mut i = 0;
+    while i < n && !ring.is_empty() {
+        let len = ring.len() as u64;
+        let rest = n - i;
+        if rest >= len {
+            let mut least = u32::MAX;
+            ring.for_each_mut(|h| least = least.min(h.left));
+            // Whole rounds that leave every message at least one packet.
+            let rounds = (rest / len).min(u64::from(least) - 1);
+            if rounds > 0 {
+                ring.for_each_mut(|h| h.left -= rounds as u32);
+                i += rounds * len;
+            }
+        }
+        // Then turn by turn, until a round is over (a message leaves) or the turns run out.
+        let at = i;
+        i += ring.rotate_many(
+            (n - i).min(len),
+            |h| {
+                h.left -= 1;
+                h.left > 0
+            },
+            |k, h| done(at + k, h.item),
+        );
+    }
+    i
+}
+
 /// The queries every line-based policy answers the same way.
 macro_rules! line_queries {
     ($label:expr) => {
@@ -165,14 +200,7 @@ impl<T: Copy> Policy<T> for RoundRobin<T> {
     #[inline]
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
         let l = &mut self.0;
-        let i = l.q.rotate_many(
-            n,
-            |h| {
-                h.left -= 1;
-                h.left > 0
-            },
-            |i, h| done(i, h.item),
-        );
+        let i = round_robin(&mut l.q, n, done);
         l.packets -= i;
         i
     }
@@ -234,14 +262,7 @@ impl<T: Copy> Policy<T> for RoundRobinHead<T> {
     fn dequeue_many<F: FnMut(u64, T)>(&mut self, n: u64, done: &mut F) -> u64 {
         // The fresh block is served first simply by being at the front; each message served
         // moves to the back (or leaves), as in plain round robin.
-        let i = self.ring.rotate_many(
-            n,
-            |h| {
-                h.left -= 1;
-                h.left > 0
-            },
-            |i, h| done(i, h.item),
-        );
+        let i = round_robin(&mut self.ring, n, done);
         self.fresh = self.fresh.saturating_sub(i as usize);
         self.packets -= i;
         i
@@ -309,6 +330,40 @@ mod tests {
         r.enqueue(Message::new('c', 2, 1)).unwrap();
         let seq: Vec<char> = drain(&mut r).into_iter().map(|x| x.0).collect();
         assert_eq!(seq, vec!['b', 'c', 'a', 'b', 'a']);
+    }
+
+    /// Long runs of turns over few messages (where whole rounds are taken at once) send what
+    /// turn-by-turn dequeues send, for RR and RR', with arrivals between the runs.
+    #[test]
+    fn whole_rounds_equal_turn_by_turn() {
+        fn check<P: Policy<u32>>(mut bulk: P, mut single: P) {
+            let lens = [5u32, 9, 3, 12, 1, 40, 2, 7, 7, 30];
+            let mut id = 0;
+            for (k, &len) in lens.iter().enumerate() {
+                for _ in 0..=(k % 3) {
+                    bulk.enqueue(Message::new(id, 0, len + id % 4)).unwrap();
+                    single.enqueue(Message::new(id, 0, len + id % 4)).unwrap();
+                    id += 1;
+                }
+                let n = [1u64, 4, 17, 60, 3, 200, 9, 33, 100, 1000][k];
+                let mut got = Vec::new();
+                let sent = bulk.dequeue_many(n, &mut |i, item| got.push((i, item)));
+                let mut want = Vec::new();
+                let mut took = 0;
+                for i in 0..n {
+                    let Some(p) = single.dequeue() else { break };
+                    took += 1;
+                    if p.last {
+                        want.push((i, p.item));
+                    }
+                }
+                assert_eq!((sent, &got), (took, &want), "run {k}");
+                assert_eq!(bulk.queued_packets(), single.queued_packets());
+            }
+            assert!(bulk.is_empty(), "the last run drains both");
+        }
+        check(RoundRobin::new(), RoundRobin::new());
+        check(RoundRobinHead::new(), RoundRobinHead::new());
     }
 
     #[test]

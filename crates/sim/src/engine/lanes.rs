@@ -62,6 +62,7 @@ impl Lane {
                 packets_out: 0,
                 class_alpha,
                 checks: Vec::new(),
+                pending: Vec::new(),
             },
         }
     }
@@ -218,7 +219,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
                     for (_, st) in lanes.iter_mut() {
                         st.packets_out += times.len() as u64;
                         if done {
-                            st.delivered(*m, times[times.len() - 1]);
+                            st.delivered_plain(m.t, m.len, times[times.len() - 1]);
                         }
                     }
                     if done {
