@@ -13,10 +13,14 @@ const BUCKETS: usize = ((MAX_EXP + 1) << MANT_BITS) as usize;
 const ONE_BITS: u64 = 0x3FF0_0000_0000_0000;
 
 /// Log-linear histogram of non-negative floats (relative resolution 1/64 of `x + 1`).
+///
+/// Recording touches only the value's bucket count and, rarely, the minimum or maximum: the
+/// number of values is not kept apart but summed from the counts when asked for ([`LogHist::len`]
+/// is O(buckets), for reports and batch boundaries, not for hot loops). Counts are 64-bit, so they
+/// never saturate.
 #[derive(Clone, Debug)]
 pub struct LogHist {
-    counts: Vec<u32>,
-    n: u64,
+    counts: Vec<u64>,
     /// Bit patterns of the exact minimum and maximum: recorded values are non-negative (not
     /// NaN, not -0), and such floats order like their bits, so an integer min/max does.
     min_bits: u64,
@@ -32,7 +36,7 @@ impl Default for LogHist {
 impl LogHist {
     /// An empty histogram.
     pub fn new() -> Self {
-        LogHist { counts: Vec::new(), n: 0, min_bits: u64::MAX, max_bits: 0 }
+        LogHist { counts: Vec::new(), min_bits: u64::MAX, max_bits: 0 }
     }
 
     #[inline]
@@ -53,12 +57,18 @@ impl LogHist {
         let x = if x > 0.0 { x } else { 0.0 };
         let i = Self::index(x);
         match self.counts.get_mut(i) {
-            Some(c) => *c = c.saturating_add(1),
+            Some(c) => *c += 1,
             None => self.grow_and_count(i),
         }
-        self.n += 1;
-        self.min_bits = self.min_bits.min(x.to_bits());
-        self.max_bits = self.max_bits.max(x.to_bits());
+        // A new extreme is rare after the first few values: a predicted branch each, so the
+        // common case stores nothing to them.
+        let bits = x.to_bits();
+        if bits < self.min_bits {
+            self.min_bits = bits;
+        }
+        if bits > self.max_bits {
+            self.max_bits = bits;
+        }
     }
 
     #[cold]
@@ -73,24 +83,23 @@ impl LogHist {
             self.counts.resize(other.counts.len(), 0);
         }
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a = a.saturating_add(*b);
+            *a += *b;
         }
-        self.n += other.n;
         self.min_bits = self.min_bits.min(other.min_bits);
         self.max_bits = self.max_bits.max(other.max_bits);
     }
 
-    /// Number of values.
+    /// Number of values (summed over the buckets).
     pub fn len(&self) -> u64 {
-        self.n
+        self.counts.iter().sum()
     }
-    /// True when empty.
+    /// True when empty (every recorded value lowers the minimum below its initial all-ones bits).
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.min_bits == u64::MAX
     }
     /// Exact maximum (0 when empty).
     pub fn max(&self) -> f64 {
-        if self.n == 0 {
+        if self.is_empty() {
             0.0
         } else {
             f64::from_bits(self.max_bits)
@@ -98,7 +107,7 @@ impl LogHist {
     }
     /// Exact minimum (0 when empty).
     pub fn min(&self) -> f64 {
-        if self.n == 0 {
+        if self.is_empty() {
             0.0
         } else {
             f64::from_bits(self.min_bits)
@@ -107,13 +116,14 @@ impl LogHist {
 
     /// The value at quantile `q` (midpoint of its bucket, clamped to the exact min and max).
     pub fn quantile(&self, q: f64) -> f64 {
-        if self.n == 0 {
+        let n = self.len();
+        if n == 0 {
             return 0.0;
         }
-        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
+        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
         let mut acc = 0;
         for (i, &c) in self.counts.iter().enumerate() {
-            acc += u64::from(c);
+            acc += c;
             if acc >= rank {
                 let mid = (Self::lower_bound(i) + Self::lower_bound(i + 1)) / 2.0;
                 return mid.clamp(self.min(), self.max());
@@ -155,6 +165,9 @@ mod tests {
         assert_eq!(h.min().to_bits(), 0, "negative values, -0 and NaN count as +0");
         assert_eq!(h.max(), 1e300);
         assert_eq!(LogHist::new().quantile(0.5), 0.0);
+        assert!(LogHist::new().is_empty() && LogHist::new().len() == 0);
+        assert!(!h.is_empty());
+        assert_eq!(h.len(), 5, "the count is the sum over the buckets, the last one included");
         let mut a = LogHist::new();
         a.record(5.0);
         a.merge(&h);
