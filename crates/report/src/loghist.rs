@@ -165,7 +165,8 @@ mod tests {
         assert_eq!(h.min().to_bits(), 0, "negative values, -0 and NaN count as +0");
         assert_eq!(h.max(), 1e300);
         assert_eq!(LogHist::new().quantile(0.5), 0.0);
-        assert!(LogHist::new().is_empty() && LogHist::new().len() == 0);
+        assert!(LogHist::new().is_empty());
+        assert_eq!(LogHist::new().len(), 0);
         assert!(!h.is_empty());
         assert_eq!(h.len(), 5, "the count is the sum over the buckets, the last one included");
         let mut a = LogHist::new();
