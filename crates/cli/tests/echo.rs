@@ -140,6 +140,34 @@ fn every_mode_through_the_cli() {
     }
 }
 
+/// `--spin` (never sleep once the burst is sent) echoes and verifies the same bytes, in burst and
+/// rr mode (1 MiB bursts wrap the receive ring), and says so in the summary and the JSON.
+#[test]
+fn spinning_client_verifies_every_byte() {
+    let srv = Srv::start(&["echo", "--mode", "naive", "127.0.0.1:0"]);
+    let addr = format!("127.0.0.1:{}", srv.port);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("s.json");
+    for (mode, size, bytes) in [("burst", "1M", 3u64 << 20), ("rr", "64K", 3 << 16)] {
+        let out = bin()
+            .args(["burst", &addr, size, "3", "--settle", "0", "--spin", "--mode", mode, "--json"])
+            .arg(&json)
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains(&format!("{mode} mode, spinning")) && stderr.contains(&format!("{bytes} bytes echoed and verified")),
+            "{stderr}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(j["spin"], true);
+        assert_eq!(j["bytes_verified"], bytes);
+    }
+    let (ok, rest) = srv.stop();
+    assert!(ok, "{rest}");
+    assert!(rest.contains(&format!("{} bytes echoed", (3u64 << 20) + (3 << 16))), "{rest}");
+}
+
 #[test]
 fn burst_works_against_socat() {
     if StdCommand::new("socat").arg("-V").stdout(Stdio::null()).status().is_err() {

@@ -247,6 +247,11 @@ pub struct BurstArgs {
     /// Set SO_BUSY_POLL on the client socket (microseconds, default 50); needs root.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "50", value_name = "US")]
     busy_poll: Option<u32>,
+    /// Never sleep: once the burst is sent, receive non-blocking and spin until the echo is back,
+    /// instead of blocking in MSG_WAITALL as test-burst does (the RTT then leaves out the client's
+    /// own wake-ups; it burns the client's CPU).
+    #[arg(long)]
+    spin: bool,
     /// Pause after connecting, seconds (the seed waited 1 s).
     #[arg(long, default_value = "1", value_parser = parse_secs, value_name = "SECS")]
     settle: Duration,
@@ -276,6 +281,7 @@ struct BurstJson {
     rounds: u64,
     warmup: u64,
     mode: ClientMode,
+    spin: bool,
     interrupted: bool,
     sndbuf_bytes: usize,
     rcvbuf_bytes: usize,
@@ -298,6 +304,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
     cfg.mode = if a.mode == "rr" { ClientMode::Rr } else { ClientMode::Burst };
     cfg.busy_poll_us = a.busy_poll;
     cfg.settle = a.settle;
+    cfg.spin = a.spin;
     cfg.timeout = a.timeout.max(Duration::from_millis(10));
     cfg.congestion = congestion_choice(&a.congestion);
     let (stop, _rx) = signals();
@@ -316,11 +323,12 @@ fn burst(a: BurstArgs) -> Result<i32> {
     let s = Summary::of_f64(&us);
     let thread = ThreadInfo::current();
     eprintln!(
-        "burst {} x {} rounds ({} warm-up, {} mode) to {addr} from {}, CPU {}: {} bytes echoed and verified",
+        "burst {} x {} rounds ({} warm-up, {} mode{}) to {addr} from {}, CPU {}: {} bytes echoed and verified",
         a.size,
         us.len(),
         a.warmup,
         a.mode,
+        if a.spin { ", spinning" } else { "" },
         r.local_addr,
         thread.cpu,
         r.bytes_verified
@@ -353,6 +361,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
             rounds: a.rounds,
             warmup: a.warmup,
             mode: cfg.mode,
+            spin: cfg.spin,
             interrupted: r.interrupted,
             sndbuf_bytes: r.sndbuf_bytes,
             rcvbuf_bytes: r.rcvbuf_bytes,

@@ -4,6 +4,9 @@
 //! - `Burst` (default, the seed's semantics, and its system calls): while sending, the client
 //!   alternates a non-blocking `sendmsg` with a non-blocking `recv` and spins (no `poll`) when
 //!   neither moves; once everything is sent it blocks in `recv(MSG_WAITALL)`.
+//! - With [`BurstConfig::spin`] the client never sleeps: once everything is sent it keeps
+//!   receiving non-blocking (spinning) instead of blocking in `MSG_WAITALL`, so the RTT no longer
+//!   includes the client's own wake-ups (test-burst does not do this; the default does as it does).
 //! - `Rr` (request/response): send the whole burst, then read the whole echo. A burst larger
 //!   than what the two socket buffers hold can deadlock against any echo server; the round
 //!   timeout turns that into an error that says so.
@@ -58,6 +61,9 @@ pub struct BurstConfig {
     /// TCP congestion control of the client socket (the originals set `cubic`); None: the
     /// system default.
     pub congestion: Option<String>,
+    /// Never sleep: receive non-blocking until the echo is back (spin) instead of blocking in
+    /// `MSG_WAITALL` once everything is sent. False (test-burst's way) by default.
+    pub spin: bool,
 }
 
 impl BurstConfig {
@@ -73,6 +79,7 @@ impl BurstConfig {
             settle: Duration::ZERO,
             timeout: Duration::from_secs(10),
             congestion: Some(DEFAULT_CONGESTION.to_string()),
+            spin: false,
         }
     }
 }
@@ -443,8 +450,8 @@ fn one_round(
             rx.check(pat, phase, (got + room - RING) as u64, round, n, true)?;
         }
         // Everything sent: block until this stretch of the ring is full (test-burst blocks in
-        // MSG_WAITALL for the rest of the burst).
-        let flags = if sent == n { libc::MSG_WAITALL } else { libc::MSG_DONTWAIT };
+        // MSG_WAITALL for the rest of the burst), unless asked to spin.
+        let flags = if sent == n && !cfg.spin { libc::MSG_WAITALL } else { libc::MSG_DONTWAIT };
         counts.syscalls += 1;
         match recv_into(fd, &mut rx.ring[r..r + room], flags) {
             Ok(0) => return Err(EchoError::Closed { round, got, size: n }),
@@ -550,6 +557,12 @@ mod tests {
     /// shift starts, in a round larger than the ring (checked while it wraps).
     #[test]
     fn shifted_echo_in_a_large_burst_is_a_mismatch() {
+        for spin in [false, true] {
+            shifted_echo_in_a_large_burst(spin);
+        }
+    }
+
+    fn shifted_echo_in_a_large_burst(spin: bool) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let n = 3 * RING + 5;
@@ -567,7 +580,8 @@ mod tests {
             let _ = s.write_all(&echo);
             echo.iter().zip(&buf).position(|(a, b)| a != b).unwrap()
         });
-        let cfg = BurstConfig::new(addr, Size(n as u64), 1);
+        let mut cfg = BurstConfig::new(addr, Size(n as u64), 1);
+        cfg.spin = spin;
         let err = run(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
         let want = t.join().unwrap();
         assert!(want >= RING + 10);
@@ -577,6 +591,12 @@ mod tests {
     /// A server that echoes one byte wrong is caught.
     #[test]
     fn corrupt_echo_is_a_mismatch() {
+        for spin in [false, true] {
+            corrupt_echo(spin);
+        }
+    }
+
+    fn corrupt_echo(spin: bool) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let t = std::thread::spawn(move || {
@@ -586,7 +606,8 @@ mod tests {
             buf[42] ^= 1;
             s.write_all(&buf).unwrap();
         });
-        let cfg = BurstConfig::new(addr, Size(100), 1);
+        let mut cfg = BurstConfig::new(addr, Size(100), 1);
+        cfg.spin = spin;
         let err = run(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
         t.join().unwrap();
         assert!(matches!(err, EchoError::Mismatch { round: 0, offset: 42, .. }), "{err}");
@@ -597,10 +618,13 @@ mod tests {
     fn silent_server_times_out() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let mut cfg = BurstConfig::new(addr, Size(10), 1);
-        cfg.timeout = Duration::from_millis(300);
-        let err = run(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
-        assert!(matches!(err, EchoError::Timeout { round: 0, sent: 10, got: 0, .. }), "{err}");
+        for spin in [false, true] {
+            let mut cfg = BurstConfig::new(addr, Size(10), 1);
+            cfg.timeout = Duration::from_millis(300);
+            cfg.spin = spin;
+            let err = run(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
+            assert!(matches!(err, EchoError::Timeout { round: 0, sent: 10, got: 0, .. }), "spin {spin}: {err}");
+        }
         drop(l);
     }
 }
