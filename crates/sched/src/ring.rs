@@ -220,6 +220,7 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             progress: vec![0; slots].into_boxed_slice(),
             prefetched: 0,
             prefetchw: has_prefetchw(),
+            stamps: true,
         },
     )
 }
@@ -447,6 +448,9 @@ pub struct Consumer {
     /// The CPU has `prefetchw` (prefetch for writing).
     #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
     prefetchw: bool,
+    /// Whether `take` and `release` write the scheduler's stamps (`sch`); see
+    /// [`Consumer::set_stamps`].
+    stamps: bool,
 }
 
 /// Marks per cache line.
@@ -468,6 +472,15 @@ fn has_prefetchw() -> bool {
 }
 
 impl Consumer {
+    /// Whether [`Consumer::take`] and [`Consumer::release`] write the scheduler's stamps
+    /// (`sch_enq`, `sch_deq`; on by default). A harness whose client never asks for them
+    /// ([`Producer::consume`] with `stamps == false` only: no timestamp records, no message log)
+    /// turns them off, which saves two stores per packet on the scheduler's side; completions read
+    /// with stamps would then carry stale values.
+    pub fn set_stamps(&mut self, on: bool) {
+        self.stamps = on;
+    }
+
     /// Packets taken so far.
     pub fn taken(&self) -> u64 {
         self.cons
@@ -553,10 +566,12 @@ impl Consumer {
         if pos + u64::from(n) > self.tail {
             return None; // cannot happen (`tail` covers whole messages); kept for robustness
         }
-        for k in 0..u64::from(n) {
-            // SAFETY: every slot of the message is published and not yet marked: the stamps are
-            // ours.
-            self.ring.sch[((pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
+        if self.stamps {
+            for k in 0..u64::from(n) {
+                // SAFETY: every slot of the message is published and not yet marked: the stamps
+                // are ours.
+                self.ring.sch[((pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
+            }
         }
         self.progress[idx] = 0;
         self.cons = pos + u64::from(n);
@@ -573,8 +588,10 @@ impl Consumer {
         self.progress[fidx] = k + 1;
         let pos = first + u64::from(k);
         let idx = (pos & self.mask) as usize;
-        // SAFETY: the position was taken and not yet marked, so its stamps are ours.
-        self.ring.sch[idx].with_mut(|p| unsafe { (*p).sch_deq = now });
+        if self.stamps {
+            // SAFETY: the position was taken and not yet marked, so its stamps are ours.
+            self.ring.sch[idx].with_mut(|p| unsafe { (*p).sch_deq = now });
+        }
         self.ring.done[idx].store(mark(pos, dropped), Ordering::Release);
         pos
     }
@@ -686,6 +703,28 @@ mod tests {
         assert!(c.take(10).is_none(), "not before the next ready()");
         assert!(c.ready());
         assert_eq!(c.take(10).map(|m| m.pos), Some(8));
+    }
+
+    /// Without stamps the scheduler leaves `sch` alone; everything else a completion carries
+    /// (position, client stamp, length, dropped) is intact.
+    #[test]
+    fn stamps_off_leaves_the_stamps_and_keeps_the_rest() {
+        let (mut p, mut c) = channel(4);
+        assert!(p.push(1, 60, 10));
+        assert!(p.push(2, 90, 11));
+        assert!(c.ready());
+        let a = c.take(20).unwrap();
+        c.set_stamps(false);
+        let b = c.take(21).unwrap();
+        c.release(a.pos, 30, true);
+        c.release(b.pos, 31, false);
+        c.release(b.pos, 32, false);
+        let mut got = Vec::new();
+        assert_eq!(p.poll(|x| got.push(x)), 3);
+        // Message a was stamped on take (stamps on) but not on release; b never.
+        assert_eq!(got[0], Completion { pos: 0, cli_enq: 10, sch_enq: 20, sch_deq: 0, len: 60, dropped: true });
+        assert_eq!(got[1], Completion { pos: 1, cli_enq: 11, sch_enq: 0, sch_deq: 0, len: 90, dropped: false });
+        assert_eq!((got[2].pos, got[2].cli_enq, got[2].sch_enq, got[2].sch_deq), (2, 11, 0, 0));
     }
 
     #[test]

@@ -236,7 +236,10 @@ fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBo
     let mut producers = Vec::new();
     let mut consumers = Vec::new();
     for _ in 0..cfg.threads {
-        let (p, c) = channel(cfg.queue);
+        let (p, mut c) = channel(cfg.queue);
+        // The clients read the scheduler's stamps only for timestamp records and the message
+        // log (`ClientState::consume`): without either, the scheduler does not write them.
+        c.set_stamps(cfg.ts_limit > 0 || cfg.messages);
         producers.push(p);
         consumers.push(c);
     }
@@ -658,7 +661,12 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             // the scheduler's mark lines at all.
             let poll_due = last_now >= next_poll;
             let marks = if poll_due { ring.marks(u64::MAX) } else { 0 };
-            let now = clock.now();
+            // Ordered (`rdtscp`) only after loading marks: `cli_deq >= sch_deq` needs the read
+            // to follow those loads. Otherwise nothing loaded before it is measured against it
+            // (the stamp of a packet pushed now is checked by the scheduler's `take`, which
+            // leaves a message stamped later than its own read in the ring), so a plain `rdtsc`
+            // serves and does not wait for this iteration's loads.
+            let now = if poll_due { clock.now() } else { clock.now_unordered() };
             last_now = now;
             if now >= spec_end {
                 break;
