@@ -121,8 +121,8 @@ impl Acc {
     pub(super) fn new() -> Self {
         Acc { sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new(), aligned: Vec::new() }
     }
-    /// Messages recorded (the histogram counts them).
-    #[inline(always)]
+    /// Messages recorded (the histogram counts them: a sum over its buckets, so callers take it
+    /// once, at batch boundaries and in reports).
     pub(super) fn n(&self) -> u64 {
         self.hist.len()
     }
@@ -141,14 +141,13 @@ impl Acc {
             self.bmeans.push(ds / dn as f64);
         }
         self.aligned.push(if dn > 0 { ds / dn as f64 } else { f64::NAN });
-        self.snap_n = self.n();
+        self.snap_n += dn;
         self.snap_sum = self.sum;
     }
     pub(super) fn mean(&self) -> f64 {
-        if self.n() == 0 {
-            0.0
-        } else {
-            self.sum / self.n() as f64
+        match self.n() {
+            0 => 0.0,
+            n => self.sum / n as f64,
         }
     }
     pub(super) fn stats(&self, len: u32) -> LatStats {
