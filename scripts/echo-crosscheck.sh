@@ -10,12 +10,21 @@
 # the ratio within each repetition (the two sides of one repetition ran back to back, so a slow
 # phase of the shared machine that lasts longer than one pair hits both sides and cancels; the
 # ratio of the two sides' medians, which mixes phases, is printed beside it as "of medians").
+# Back to back means adjacent runs: in the server part every server of a repetition (original and
+# schedlab, every mode) is started first and waits idle, and then for each size and mode the two
+# sides' runs follow each other directly (about 1.3 s apart, test-burst's fixed 1 s sleep after
+# connecting plus the rounds). Smaller alternating blocks of rounds would not bring the two sides
+# closer: every run pays that 1 s sleep, longer than its rounds (3000 at 1 KiB take ~0.3 s).
+# Beside each ratio, [a-b] is its confidence interval: distribution-free, from the order
+# statistics of the REPS paired ratios (with 8 pairs the 2nd and 7th: 93%; with 6 pairs only the
+# whole range gives one, 97%); a ratio whose interval straddles the limit is not settled by the run.
 #
 # The verdict rule, per row and per statistic (p50 against LIMIT, p99 against P99_LIMIT):
 #   ok            the ratio is within its limit;
 #   over (noise)  the ratio is over its limit, but the paired repetitions (the two sides of one
 #                 repetition ran back to back) do not show schedlab slower: a one-sided sign test
-#                 over the pairs gives p >= 0.05 (e.g. with 6 pairs, fewer than 6 slower);
+#                 over the pairs gives p >= 0.05 (with 8 pairs: fewer than 7 slower; with 6: fewer
+#                 than 6);
 #   OVER          the ratio is over its limit and schedlab was slower in enough pairs that chance
 #                 is unlikely (sign test p < 0.05). This fails the script.
 # STRICT=1 makes "over (noise)" fail too. The io_uring row is paired with the best original (by
@@ -29,18 +38,21 @@
 # never enter the repository. Building them needs gcc and libelf-dev (echo-sockmap only).
 #
 # Usage: scripts/echo-crosscheck.sh           (defaults below; environment overrides)
-#   REPS=6 SIZES="1 64 1024" (KiB) ROUNDS_SMALL=3000 ROUNDS_1M=1000 LIMIT=1.05 P99_LIMIT=1.05 STRICT=0
+#   REPS=8 SIZES="1 64 1024" (KiB) ROUNDS_SMALL=3000 ROUNDS_1M=1000 LIMIT=1.05 P99_LIMIT=1.05 STRICT=0
 #   PARTS="client servers"  SERVER_CPU=0 CLIENT_CPU=1  ANCHOR=dir  SCHEDLAB=path/to/schedlab
 #   IOURING_VS="naive iosubmit splice"  MODES="naive iosubmit splice sockmap io_uring" (servers
 #   run; to repeat some rows alone, e.g. PARTS=servers MODES="splice sockmap" SIZES="1 1024")
 # Exit status: 0 no OVER row (STRICT=1: every ratio within its limit), 1 otherwise, 2 setup failure.
 # Figures are medians because the machine may be shared and noisy; do not read single runs.
 # test-burst sleeps 1 s after connecting (fixed in the original), so each run costs at least 1 s and
-# more rounds per run are nearly free: the default run takes about 5 minutes. Use an even REPS, so
-# that each side runs first equally often.
+# more rounds per run are nearly free: 33 runs per repetition, about 55 s, so the default 8
+# repetitions take about 8 minutes (REPS=6: 6, REPS=12: 11). 8 rather than 6 because with 6 pairs
+# a row is significantly slower only when all 6 pairs are, so a row that really is a few percent
+# slower under this machine's noise mostly passes as "noise"; with 8, 7 of 8 suffice. Use an even
+# REPS, so that each side runs first equally often.
 set -euo pipefail
 
-REPS=${REPS:-6}
+REPS=${REPS:-8}
 SIZES=${SIZES:-"1 64 1024"}
 ROUNDS_SMALL=${ROUNDS_SMALL:-3000}
 ROUNDS_1M=${ROUNDS_1M:-1000}
@@ -70,8 +82,10 @@ command -v taskset >/dev/null || { echo "error: taskset (util-linux) is needed f
 
 work=$(mktemp -d)
 srv_pid=""
+srv_pids=()
 cleanup() {
-    [[ -n "$srv_pid" ]] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+    local p
+    for p in $srv_pid "${srv_pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -119,6 +133,12 @@ stop_server() {
     wait "$srv_pid" 2>/dev/null || true
     srv_pid=""
 }
+stop_servers() {
+    local p
+    for p in "${srv_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${srv_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    srv_pids=()
+}
 rounds_for() { if (( $1 >= 1024 )); then echo "$ROUNDS_1M"; else echo "$ROUNDS_SMALL"; fi; }
 # run_client original|schedlab PORT KIB OUTFILE
 run_client() {
@@ -132,7 +152,7 @@ run_client() {
 }
 
 echo "# echo cross-check: $(date -u +%FT%TZ), $(nproc) CPUs, $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# server CPU $SERVER_CPU, client CPU $CLIENT_CPU, $REPS repetitions (alternating), sizes ${SIZES// /, } KiB"
+echo "# server CPU $SERVER_CPU, client CPU $CLIENT_CPU, $REPS repetitions (alternating; the two sides of a row in adjacent runs), sizes ${SIZES// /, } KiB"
 echo "# rounds per run: $ROUNDS_SMALL (1 MiB: $ROUNDS_1M); limits: p50 ratio <= $LIMIT, p99 ratio <= $P99_LIMIT"
 
 # ---------------------------------------------------------------- 1. client
@@ -151,25 +171,41 @@ fi
 # ---------------------------------------------------------------- 2. servers
 if [[ " $PARTS " == *" servers "* ]]; then
     echo "# 2. servers: test-burst against the original echo-MODE and schedlab echo --mode MODE"
+    declare -A srv_port=()
+    runnable=""
+    for mode in $MODES; do
+        if "$SCHEDLAB" echo --mode "$mode" 127.0.0.1:0 --duration 0.01 >/dev/null 2>"$work/probe.err"; then
+            runnable="$runnable schedlab:$mode"
+        else
+            echo "SKIP: schedlab $mode: $(tail -1 "$work/probe.err")"
+        fi
+        [[ " $orig_modes " == *" $mode "* ]] && runnable="$runnable original:$mode"
+    done
     for r in $(seq 1 "$REPS"); do
-        for mode in $MODES; do
-            sides="schedlab"
-            [[ " $orig_modes " == *" $mode "* ]] && sides="original schedlab"
-            (( r % 2 )) || sides=$(echo "$sides" | tr ' ' '\n' | tac | tr '\n' ' ')
-            for side in $sides; do
-                if [[ $side == schedlab ]] && ! "$SCHEDLAB" echo --mode "$mode" 127.0.0.1:0 --duration 0.01 >/dev/null 2>"$work/probe.err"; then
-                    [[ $r == 1 ]] && echo "SKIP: schedlab $mode: $(tail -1 "$work/probe.err")"
-                    continue
-                fi
-                start_server "$side" "$mode"
-                for kib in $SIZES; do run_client original "$port" "$kib" "$work/server_${side}_${mode}_${kib}_$r"; done
-                stop_server
+        # Every server of the repetition is started first; each waits idle in accept/poll while
+        # the others are measured, so the two sides of one mode and size run back to back.
+        for sm in $runnable; do
+            start_server "${sm%%:*}" "${sm#*:}"
+            srv_port[$sm]=$port
+            srv_pids+=("$srv_pid")
+            srv_pid=""
+        done
+        for kib in $SIZES; do
+            for mode in $MODES; do
+                sides=""
+                for side in original schedlab; do [[ -n "${srv_port[$side:$mode]:-}" ]] && sides="$sides $side"; done
+                (( r % 2 )) || sides=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' ')
+                for side in $sides; do
+                    run_client original "${srv_port[$side:$mode]}" "$kib" "$work/server_${side}_${mode}_${kib}_$r"
+                done
             done
         done
+        stop_servers
+        srv_port=()
     done
 fi
 
-python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" <<'PY'
+python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" "$SECONDS" <<'PY'
 import glob, math, os, statistics, sys
 work, reps, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3].split()]
 lim50, lim99, strict = float(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1"
@@ -198,6 +234,17 @@ def sign_p(k, n):
     """One-sided sign test: chance of k or more of n pairs slower when neither side is."""
     return sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n if n else 1.0
 
+def median_ci(n):
+    """Distribution-free confidence interval of a median from n values: the order statistics
+    k and n+1-k (1-based) of the sorted values, with the largest k whose two tails each hold at
+    most 5% (chance that fewer than k of n values fall below the median); returns (k, coverage)."""
+    k = 0
+    while k + 1 <= n // 2 and sum(math.comb(n, j) for j in range(k + 1)) / 2 ** n <= 0.05:
+        k += 1
+    if k == 0:
+        return 0, 0.0
+    return k, 1 - 2 * sum(math.comb(n, j) for j in range(k)) / 2 ** n
+
 def size_name(kib):
     return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
 
@@ -208,9 +255,12 @@ def row(what, size, o, s, o_name, info=False):
                      "n/a" if not s else f"{med(s, 0):.0f} / {med(s, 1):.0f}", "-", "-", "SKIP"))
         return
     pairs = [r for r in o if r in s]
-    ratios, verdicts, of_medians = [], [], []
+    ratios, verdicts, of_medians, cis = [], [], [], []
     for i, (stat, lim) in enumerate([("p50", lim50), ("p99", lim99)]):
-        ratio = statistics.median(s[r][i] / o[r][i] for r in pairs) if pairs else med(s, i) / med(o, i)
+        paired = sorted(s[r][i] / o[r][i] for r in pairs)
+        ratio = statistics.median(paired) if pairs else med(s, i) / med(o, i)
+        k, cover = median_ci(len(paired))
+        cis.append(f" [{paired[k - 1]:.2f}-{paired[-k]:.2f}]" if k else "")
         of_medians.append(med(s, i) / med(o, i))
         slower = sum(1 for r in pairs if s[r][i] > o[r][i])
         p = sign_p(slower, len(pairs))
@@ -228,7 +278,7 @@ def row(what, size, o, s, o_name, info=False):
     spread = f"p50 runs {span(o)} vs {span(s)}; of medians {of_medians[0]:.2f} / {of_medians[1]:.2f}"
     verdict = "info, no limit" if info else "; ".join(verdicts) if verdicts else "ok"
     rows.append((what, size, f"{o_name}{med(o, 0):.0f} / {med(o, 1):.0f}", f"{med(s, 0):.0f} / {med(s, 1):.0f}",
-                 f"{ratios[0]:.2f}", f"{ratios[1]:.2f}", f"{verdict} ({spread})"))
+                 f"{ratios[0]:.2f}{cis[0]}", f"{ratios[1]:.2f}{cis[1]}", f"{verdict} ({spread})"))
 
 if glob.glob(f"{work}/client_*"):
     for kib in sizes:
@@ -247,8 +297,11 @@ if glob.glob(f"{work}/server_*"):
             row("server io_uring vs original sockmap (in-kernel echo)", size_name(kib), runs(f"server_original_sockmap_{kib}"),
                 runs(f"server_schedlab_io_uring_{kib}"), "sockmap ", info=True)
 
+k, cover = median_ci(reps)
+print(f"# [a-b] after a ratio: its {100 * cover:.0f}% confidence interval from {reps} pairs (distribution-free: paired ratios"
+      f" number {k} and {reps + 1 - k} in order)" if k else f"# no confidence interval: {reps} pairs are too few")
 print()
-print("| what | size | original p50 / p99 (us) | schedlab p50 / p99 (us) | paired ratio p50 | paired ratio p99 | verdict |")
+print("| what | size | original p50 / p99 (us) | schedlab p50 / p99 (us) | paired ratio p50 [CI] | paired ratio p99 [CI] | verdict |")
 print("|---|---|---|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
@@ -262,7 +315,7 @@ for f in glob.glob(f"{work}/srv_io_uring.out"):
     for l in open(f):
         if "io_uring data path" in l and "connections" in l:
             print("schedlab io_uring server: " + l.split("; ", 1)[-1].strip())
-print(f"# load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+print(f"# load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}; the script took {int(sys.argv[9]) / 60:.1f} min")
 print()
 if noisy:
     print(f"over the limit but within noise (sign test p >= 0.05): {', '.join(noisy)}")

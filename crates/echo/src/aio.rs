@@ -105,8 +105,8 @@ impl AioContext {
         }
         // SAFETY: the first iocbs.len() pointers point to live iocbs; the caller guarantees the
         // buffers they name.
-        let n =
-            cvt(unsafe { libc::syscall(libc::SYS_io_submit, self.ctx, iocbs.len() as libc::c_long, ptrs.as_mut_ptr()) })? as usize;
+        let n = cvt(unsafe { libc::syscall(libc::SYS_io_submit, self.ctx, iocbs.len() as libc::c_long, ptrs.as_mut_ptr()) })?
+            as usize;
         let mut got = self.reap(&mut events[..n]);
         while got < n {
             // SAFETY: events has room for events.len() - got entries from index got; no timeout.
@@ -171,7 +171,8 @@ impl AioContext {
         // is a `struct aio_ring`, whose layout RingHeader repeats. The magic and feature fields
         // are checked before anything else is trusted.
         let h = unsafe { &*ring };
-        if h.magic != AIO_RING_MAGIC || h.incompat_features != 0 || h.header_length as usize != std::mem::size_of::<RingHeader>() {
+        if h.magic != AIO_RING_MAGIC || h.incompat_features != 0 || h.header_length as usize != std::mem::size_of::<RingHeader>()
+        {
             return 0;
         }
         let nr = h.nr;
