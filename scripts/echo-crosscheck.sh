@@ -45,8 +45,8 @@
 # Exit status: 0 no OVER row (STRICT=1: every ratio within its limit), 1 otherwise, 2 setup failure.
 # Figures are medians because the machine may be shared and noisy; do not read single runs.
 # test-burst sleeps 1 s after connecting (fixed in the original), so each run costs at least 1 s and
-# more rounds per run are nearly free: 33 runs per repetition, about 55 s, so the default 8
-# repetitions take about 8 minutes (REPS=6: 6, REPS=12: 11). 8 rather than 6 because with 6 pairs
+# more rounds per run are nearly free: 33 runs per repetition, about 45 s, so the default 8
+# repetitions take about 6 minutes (measured 6.1; REPS=6: about 4.5, REPS=12: about 9). 8 rather than 6 because with 6 pairs
 # a row is significantly slower only when all 6 pairs are, so a row that really is a few percent
 # slower under this machine's noise mostly passes as "noise"; with 8, 7 of 8 suffice. Use an even
 # REPS, so that each side runs first equally often.
