@@ -201,6 +201,7 @@ impl Loop {
         let mut stopping = false;
         let mut stop_deadline = None::<Instant>;
         let mut warned = false;
+        let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(256);
         let ts = types::Timespec::new().nsec(100_000_000);
         while inflight > 0 {
             let waited = if stopping {
@@ -215,8 +216,10 @@ impl Loop {
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
-            let cqes: Vec<cqueue::Entry> = self.ring.completion().collect();
-            for c in cqes {
+            // Reaped into a buffer kept across iterations: no allocation per wake-up.
+            cqes.clear();
+            cqes.extend(self.ring.completion());
+            for c in cqes.drain(..) {
                 inflight -= 1;
                 let (op, slot, res) = (c.user_data() & 7, (c.user_data() >> 3) as usize, c.result());
                 match op {
