@@ -84,7 +84,7 @@ fn run_with(cfg: &SimConfig, ctl: &Control, threads: usize, allow: Shortcuts) ->
 struct Shortcuts {
     /// The common case's generator, [`Generator::fill_poisson`].
     fast_gen: bool,
-    /// Lean alpha lanes ([`schedlab_policy::LeanAlpha`]) where they apply.
+    /// Lean alpha lanes ([`schedlab_policy::LeanAlpha`]) and plain FIFO/RR lanes where they apply.
     lean: bool,
 }
 
@@ -495,8 +495,9 @@ mod tests {
         assert!(one == two, "general generator: 2 threads differ from one");
     }
 
-    /// Lean alpha lanes give the same results, bit for bit, as the policy's alpha scheduler, with
-    /// either generator, in open and closed loops, on one thread and two.
+    /// Lean alpha lanes and plain FIFO/RR lanes give the same results, bit for bit, as the
+    /// policies carrying whole messages, with either generator, in open and closed loops, on one
+    /// thread and two.
     #[test]
     fn lean_alpha_lanes_give_bit_identical_results() {
         let mut all = configs();
@@ -513,6 +514,14 @@ mod tests {
         };
         assert_eq!(lean(&report), 10);
         assert_eq!(lean(&SimConfig { msg_alpha: vec![AlphaClass { alpha: 1.0, frac: 1.0 }], ..report.clone() }), 0);
+        // RR', RR and FIFO replay through plain policies (arrival time and length only), unless
+        // per-class or per-application statistics are kept.
+        let plain = |cfg: &SimConfig| {
+            let lens = lengths(cfg);
+            cfg.strategies.iter().filter(|s| Lane::new(s, cfg, cfg.dist.max_len(), &lens, true).is_plain()).count()
+        };
+        assert_eq!(plain(&report), 3);
+        assert_eq!(plain(&SimConfig { apps: 2, ..report.clone() }), 0);
         for (name, cfg) in all {
             let ctl = Control::default();
             for fast_gen in [true, false] {
