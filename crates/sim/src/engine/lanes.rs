@@ -213,7 +213,7 @@ fn replay_plain<P: Policy<Tag>>(p: &mut P, st: &mut LaneStats, path: &Path) {
     let mut served = 0;
     // A lone message that bypassed the policy, and its packets not yet started.
     let mut alone: Option<(Msg, usize)> = None;
-    for s in &path.steps {
+    for (k, s) in path.steps.iter().enumerate() {
         let upto = s.before as usize;
         if upto > served {
             let times = &path.times[served..upto];
@@ -236,7 +236,17 @@ fn replay_plain<P: Policy<Tag>>(p: &mut P, st: &mut LaneStats, path: &Path) {
             served = upto;
         }
         match s.kind {
-            Kind::Alone if p.bypass(u64::from(s.msg.len)) => alone = Some((s.msg, s.msg.len as usize)),
+            Kind::Alone if p.bypass(u64::from(s.msg.len)) => {
+                let end = upto + s.msg.len as usize;
+                if path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end) {
+                    // Nothing happens before its last packet starts (the usual case): sent now.
+                    st.packets_out += u64::from(s.msg.len);
+                    st.delivered_plain(s.msg.t, s.msg.len, path.times[end - 1]);
+                    served = end;
+                } else {
+                    alone = Some((s.msg, s.msg.len as usize));
+                }
+            }
             Kind::Arrive | Kind::Alone => {
                 let m = s.msg;
                 p.enqueue(Message::new(Tag { t: m.t, len: m.len }, m.app, m.len)).expect("validated message");
@@ -272,7 +282,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
     let mut served = 0;
     // A lone message is bypassed by every lean lane alike.
     let mut alone: Option<(Msg, usize)> = None;
-    for s in &path.steps {
+    for (k, s) in path.steps.iter().enumerate() {
         let upto = s.before as usize;
         if upto > served {
             let times = &path.times[served..upto];
@@ -303,10 +313,22 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
         }
         match s.kind {
             Kind::Alone => {
-                for (p, _) in lanes.iter_mut() {
-                    p.bypass(u64::from(s.msg.len));
+                let end = upto + s.msg.len as usize;
+                if path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end) {
+                    // Nothing happens before its last packet starts (the usual case): sent now.
+                    let now = path.times[end - 1];
+                    for (p, st) in lanes.iter_mut() {
+                        p.bypass(u64::from(s.msg.len));
+                        st.packets_out += u64::from(s.msg.len);
+                        st.delivered_plain(s.msg.t, s.msg.len, now);
+                    }
+                    served = end;
+                } else {
+                    for (p, _) in lanes.iter_mut() {
+                        p.bypass(u64::from(s.msg.len));
+                    }
+                    alone = Some((s.msg, s.msg.len as usize));
                 }
-                alone = Some((s.msg, s.msg.len as usize));
             }
             Kind::Arrive => {
                 for (p, _) in lanes.iter_mut() {
