@@ -219,7 +219,8 @@ fn replay_plain<P: Policy<Tag>>(p: &mut P, st: &mut LaneStats, path: &Path) {
             let times = &path.times[served..upto];
             match &mut alone {
                 None => {
-                    let got = p.dequeue_many(times.len() as u64, &mut |i, m: Tag| st.delivered_plain(m.t, m.len, times[i as usize]));
+                    let got =
+                        p.dequeue_many(times.len() as u64, &mut |i, m: Tag| st.delivered_plain(m.t, m.len, times[i as usize]));
                     debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
                     st.packets_out += got;
                 }
