@@ -16,7 +16,18 @@ pub(super) struct Lane {
     /// The lean form of `policy` when it is a fixed-α alpha policy the lean lane covers (it then
     /// replays in place of `policy`, which stays untouched).
     lean: Option<LeanAlpha<f64>>,
+    /// `policy` carrying only a message's arrival time and length, when it is FIFO or a round
+    /// robin and the lane keeps no per-class or per-application statistics (it then replays in
+    /// place of `policy`, which stays untouched): smaller queue entries, no §10 α to look up.
+    plain: Option<AnyPolicy<Tag>>,
     pub(super) stats: LaneStats,
+}
+
+/// What a plain lane's queue carries per message.
+#[derive(Clone, Copy, Debug)]
+struct Tag {
+    t: f64,
+    len: u32,
 }
 
 impl Lane {
@@ -39,12 +50,17 @@ impl Lane {
         // Lean lanes keep only a message's arrival time and length: not for per-class or
         // per-application statistics.
         let extra = !cfg.msg_alpha.is_empty() || apps > 0;
+        let plain = match s {
+            Strategy::Fifo | Strategy::RoundRobin | Strategy::RoundRobinHead if lean && !extra => Some(s.build(&opts)),
+            _ => None,
+        };
         let lean = match &policy {
             AnyPolicy::Alpha(a) if lean && !extra && class_alpha.is_empty() => LeanAlpha::new(a.config(), lengths),
             _ => None,
         };
         Lane {
             lean,
+            plain,
             class_alphas: cfg.msg_alpha.iter().map(|c| c.alpha).collect(),
             in_order: cfg.in_order,
             strategy: s.clone(),
@@ -73,12 +89,27 @@ impl Lane {
         self.lean.is_some()
     }
 
+    /// True when the lane replays through a plain policy (arrival time and length only).
+    #[cfg(test)]
+    pub(super) fn is_plain(&self) -> bool {
+        self.plain.is_some()
+    }
+
     /// Replays a run of events; statically dispatched per policy type so the loop stays tight.
     pub(super) fn replay(&mut self, path: &Path, delivered: &mut Vec<u32>) {
         let st = &mut self.stats;
         if let Some(p) = &mut self.lean {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use lean lanes");
             return replay_lean(&mut [(p, st)], path);
+        }
+        if let Some(p) = &mut self.plain {
+            debug_assert!(delivered.capacity() == 0, "closed loops do not use plain lanes");
+            return match p {
+                AnyPolicy::Fifo(p) => replay_plain(p, st, path),
+                AnyPolicy::RoundRobin(p) => replay_plain(p, st, path),
+                AnyPolicy::RoundRobinHead(p) => replay_plain(p, st, path),
+                other => replay_plain(other, st, path),
+            };
         }
         if delivered.capacity() > 0 {
             // Closed loops: collect the applications whose message was delivered.
@@ -176,6 +207,58 @@ pub(super) fn replay<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut La
     debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
 }
 
+/// [`replay`] for a plain lane (open loops, no per-class or per-application statistics).
+#[inline(never)]
+fn replay_plain<P: Policy<Tag>>(p: &mut P, st: &mut LaneStats, path: &Path) {
+    let mut served = 0;
+    // A lone message that bypassed the policy, and its packets not yet started.
+    let mut alone: Option<(Msg, usize)> = None;
+    for (k, s) in path.steps.iter().enumerate() {
+        let upto = s.before as usize;
+        if upto > served {
+            let times = &path.times[served..upto];
+            match &mut alone {
+                None => {
+                    let got =
+                        p.dequeue_many(times.len() as u64, &mut |i, m: Tag| st.delivered_plain(m.t, m.len, times[i as usize]));
+                    debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+                    st.packets_out += got;
+                }
+                Some((m, left)) => {
+                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
+                    *left -= times.len();
+                    st.packets_out += times.len() as u64;
+                    if *left == 0 {
+                        st.delivered_plain(m.t, m.len, times[times.len() - 1]);
+                        alone = None;
+                    }
+                }
+            }
+            served = upto;
+        }
+        match s.kind {
+            Kind::Alone if p.bypass(u64::from(s.msg.len)) => {
+                let end = upto + s.msg.len as usize;
+                if path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end) {
+                    // Nothing happens before its last packet starts (the usual case): sent now.
+                    st.packets_out += u64::from(s.msg.len);
+                    st.delivered_plain(s.msg.t, s.msg.len, path.times[end - 1]);
+                    served = end;
+                } else {
+                    alone = Some((s.msg, s.msg.len as usize));
+                }
+            }
+            Kind::Arrive | Kind::Alone => {
+                let m = s.msg;
+                p.enqueue(Message::new(Tag { t: m.t, len: m.len }, m.app, m.len)).expect("validated message");
+            }
+            other => st.event(other),
+        }
+    }
+    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
+    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
+}
+
 /// Replays a chunk through a group of lanes: the lean alpha lanes together, step by step (each
 /// step is decoded once for all of them, and their branches on it are taken once), the others one
 /// by one. Every lane sees the same calls in the same order as when replayed alone.
@@ -200,7 +283,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
     let mut served = 0;
     // A lone message is bypassed by every lean lane alike.
     let mut alone: Option<(Msg, usize)> = None;
-    for s in &path.steps {
+    for (k, s) in path.steps.iter().enumerate() {
         let upto = s.before as usize;
         if upto > served {
             let times = &path.times[served..upto];
@@ -231,10 +314,22 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
         }
         match s.kind {
             Kind::Alone => {
-                for (p, _) in lanes.iter_mut() {
-                    p.bypass(u64::from(s.msg.len));
+                let end = upto + s.msg.len as usize;
+                if path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end) {
+                    // Nothing happens before its last packet starts (the usual case): sent now.
+                    let now = path.times[end - 1];
+                    for (p, st) in lanes.iter_mut() {
+                        p.bypass(u64::from(s.msg.len));
+                        st.packets_out += u64::from(s.msg.len);
+                        st.delivered_plain(s.msg.t, s.msg.len, now);
+                    }
+                    served = end;
+                } else {
+                    for (p, _) in lanes.iter_mut() {
+                        p.bypass(u64::from(s.msg.len));
+                    }
+                    alone = Some((s.msg, s.msg.len as usize));
                 }
-                alone = Some((s.msg, s.msg.len as usize));
             }
             Kind::Arrive => {
                 for (p, _) in lanes.iter_mut() {
