@@ -186,24 +186,13 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, thre
     if !gen.finished {
         let cost: Vec<u64> = lane_ns.iter_mut().map(|v| median_u64(v)).collect();
         let groups = split_lanes(&cost, median_u64(&mut gen_ns), threads);
-        // A trial in parallel, timing every lane again: generating a chunk costs more once other
+        // A trial in parallel, timing everything again: generating a chunk costs more once other
         // cores read the chunks (the writes then fetch the lines back), and the queues are past
-        // their start. The lanes are split again on those costs.
-        if let Some(t) = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, Some((TRIAL_CHUNKS, Timing::Lanes))) {
-            let groups = split_lanes(&t.lanes, t.gen, threads);
-            // A lane replayed within its group costs less than alone (lean lanes share each
-            // step's decoding): a second trial times each group as a whole, each lane's cost is
-            // scaled by its group's measured over estimated cost, and the lanes are split a last
-            // time on those costs for the rest of the run.
+        // their start. The lanes are split again on those costs for the rest of the run.
+        if let Some((gen_cost, cost)) = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, Some(TRIAL_CHUNKS)) {
             if !gen.finished {
-                let cost = t.lanes;
-                if let Some(g) = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, Some((TRIAL_CHUNKS, Timing::Groups))) {
-                    if !gen.finished {
-                        let cost = grouped_costs(&cost, &groups, &g.groups);
-                        let groups = split_lanes(&cost, g.gen, threads);
-                        replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, None);
-                    }
-                }
+                let groups = split_lanes(&cost, gen_cost, threads);
+                replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, None);
             }
         }
     }
@@ -229,23 +218,6 @@ fn median_u64(v: &mut [u64]) -> u64 {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-/// Each lane's cost scaled so that the costs of each group add up to the group's measured cost
-/// (`measured[g]`, per chunk), for lanes whose costs were measured apart (`alone`).
-fn grouped_costs(alone: &[u64], groups: &[Vec<usize>], measured: &[u64]) -> Vec<u64> {
-    let mut cost = alone.to_vec();
-    for (g, lanes) in groups.iter().enumerate() {
-        let sum: u64 = lanes.iter().map(|&i| alone[i]).sum();
-        let Some(&m) = measured.get(g) else { continue };
-        if sum == 0 || m == 0 {
-            continue;
-        }
-        for &i in lanes {
-            cost[i] = (alone[i] as u128 * m as u128 / sum as u128) as u64;
-        }
-    }
-    cost
-}
-
 /// Splits lanes of the given costs into `groups` groups of about equal total cost (longest
 /// processing time first); group 0 also carries `gen_cost`, the generator's. Returns the lane
 /// indices of each group, in increasing order; groups may be empty only if there are fewer lanes.
@@ -266,45 +238,23 @@ fn split_lanes(cost: &[u64], gen_cost: u64, groups: usize) -> Vec<Vec<usize>> {
     out
 }
 
-/// What a run of [`replay_parallel`] measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Timing {
-    /// Nothing: the rest of the run.
-    Off,
-    /// Each lane replayed and timed on its own (a lane's cost apart from its group).
-    Lanes,
-    /// Each group replayed together and timed as a whole (what the threads really carry).
-    Groups,
-}
-
-/// Median times measured by a trial of [`replay_parallel`], in nanoseconds per chunk.
-struct Trial {
-    /// Generating a chunk.
-    gen: u64,
-    /// Per lane ([`Timing::Lanes`]; empty otherwise).
-    lanes: Vec<u64>,
-    /// Per group, generation excluded ([`Timing::Groups`]; empty otherwise).
-    groups: Vec<u64>,
-}
-
 /// Generates the rest of the path on this thread and replays it through `lanes` split into
 /// `groups`: this thread replays group 0 after generating each chunk, one worker thread per other
 /// group replays the same chunk (shared read-only through an `Arc`). Each lane sees the same
 /// chunks in the same order as on one thread, so every result is the same bit for bit.
 ///
-/// With `trial = Some((n, timing))` it stops after `n` chunks and returns the median times
-/// `timing` asks for, as measured on the threads they ran on.
+/// With `trial = Some(n)` it stops after `n` chunks and returns the median time to generate a
+/// chunk and each lane's median time to replay one, as measured on the threads they ran on.
 fn replay_parallel(
     gen: &mut Generator<'_>,
     lanes: &mut [Lane],
     groups: &[Vec<usize>],
     ctl: &Control,
     fast: bool,
-    trial: Option<(usize, Timing)>,
-) -> Option<Trial> {
-    let timing = trial.map_or(Timing::Off, |t| t.1);
+    trial: Option<usize>,
+) -> Option<(u64, Vec<u64>)> {
+    let timed = trial.is_some();
     let mut lane_ns: Vec<Vec<u64>> = vec![Vec::new(); lanes.len()];
-    let mut group_ns: Vec<Vec<u64>> = vec![Vec::new(); groups.len().max(1)];
     let mut gen_ns = Vec::new();
     let mut refs: Vec<Option<&mut Lane>> = lanes.iter_mut().map(Some).collect();
     let mut groups = groups.iter().map(|g| -> Vec<(usize, &mut Lane)> {
@@ -312,51 +262,32 @@ fn replay_parallel(
     });
     let mut mine = groups.next().unwrap_or_default();
     let theirs: Vec<Vec<(usize, &mut Lane)>> = groups.collect();
-    // Replays one chunk through a group as `timing` asks, recording the times.
-    fn replay_one(
-        group: &mut [(usize, &mut Lane)],
-        chunk: &Path,
-        none: &mut Vec<u32>,
-        timing: Timing,
-        lane_ns: &mut [Vec<u64>],
-        group_ns: &mut Vec<u64>,
-    ) {
-        match timing {
-            Timing::Off => replay_group(group.iter_mut().map(|(_, l)| &mut **l), chunk, none),
-            Timing::Lanes => {
-                for (k, (_, lane)) in group.iter_mut().enumerate() {
-                    replay_timed(lane, chunk, none, Some(&mut lane_ns[k]));
-                }
-            }
-            Timing::Groups => {
-                let t0 = Instant::now();
-                replay_group(group.iter_mut().map(|(_, l)| &mut **l), chunk, none);
-                group_ns.push(t0.elapsed().as_nanos() as u64);
-            }
-        }
-    }
     std::thread::scope(|s| {
         let mut senders = Vec::new();
         let mut workers = Vec::new();
-        for (g, mut group) in theirs.into_iter().enumerate() {
+        for mut group in theirs {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Path>>(QUEUED_CHUNKS);
             senders.push(tx);
             workers.push(s.spawn(move || {
                 let mut none = Vec::new();
-                let mut ns: Vec<Vec<u64>> = vec![Vec::new(); group.len()];
-                let mut gns = Vec::new();
+                let mut ns: Vec<(usize, Vec<u64>)> = group.iter().map(|(i, _)| (*i, Vec::new())).collect();
                 for chunk in rx {
-                    replay_one(&mut group, &chunk, &mut none, timing, &mut ns, &mut gns);
+                    if timed {
+                        for ((_, lane), (_, ns)) in group.iter_mut().zip(&mut ns) {
+                            replay_timed(lane, &chunk, &mut none, Some(ns));
+                        }
+                    } else {
+                        replay_group(group.iter_mut().map(|(_, l)| &mut **l), &chunk, &mut none);
+                    }
                 }
-                (g + 1, group.iter().map(|(i, _)| *i).zip(ns).collect::<Vec<_>>(), gns)
+                ns
             }));
         }
         // Chunks in flight, oldest first; one whose workers are all done is reused.
         let mut pool: std::collections::VecDeque<Arc<Path>> = std::collections::VecDeque::new();
         let mut none = Vec::new();
         let mut chunks = 0;
-        let mut my_ns: Vec<Vec<u64>> = vec![Vec::new(); mine.len()];
-        'gen: while !gen.finished && trial.is_none_or(|(n, _)| chunks < n) {
+        'gen: while !gen.finished && trial.is_none_or(|n| chunks < n) {
             chunks += 1;
             let reuse = if pool.len() >= POOL_CHUNKS { pool.pop_front() } else { None };
             let mut chunk = match reuse {
@@ -370,7 +301,7 @@ fn replay_parallel(
                 }
                 None => Arc::new(Path::default()),
             };
-            let t0 = (timing != Timing::Off).then(Instant::now);
+            let t0 = timed.then(Instant::now);
             next_chunk(gen, Arc::get_mut(&mut chunk).expect("not shared"), ctl, fast);
             if let Some(t0) = t0 {
                 gen_ns.push(t0.elapsed().as_nanos() as u64);
@@ -380,27 +311,23 @@ fn replay_parallel(
                     break 'gen; // a worker panicked: joined below
                 }
             }
-            replay_one(&mut mine, &chunk, &mut none, timing, &mut my_ns, &mut group_ns[0]);
+            if timed {
+                for (i, lane) in &mut mine {
+                    replay_timed(lane, &chunk, &mut none, Some(&mut lane_ns[*i]));
+                }
+            } else {
+                replay_group(mine.iter_mut().map(|(_, l)| &mut **l), &chunk, &mut none);
+            }
             pool.push_back(chunk);
-        }
-        for ((i, _), ns) in mine.iter().zip(my_ns) {
-            lane_ns[*i] = ns;
         }
         drop(senders);
         for w in workers {
-            let (g, ns, gns) = w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            for (i, ns) in ns {
+            for (i, ns) in w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
                 lane_ns[i] = ns;
             }
-            group_ns[g] = gns;
         }
     });
-    let med = |v: &mut Vec<Vec<u64>>| v.iter_mut().map(|v| median_u64(v)).collect();
-    (timing != Timing::Off).then(|| Trial {
-        gen: median_u64(&mut gen_ns),
-        lanes: if timing == Timing::Lanes { med(&mut lane_ns) } else { Vec::new() },
-        groups: if timing == Timing::Groups { med(&mut group_ns) } else { Vec::new() },
-    })
+    timed.then(|| (median_u64(&mut gen_ns), lane_ns.iter_mut().map(|v| median_u64(v)).collect()))
 }
 
 /// Replays one chunk through `lane`, recording the time it took in `ns` when given.
@@ -551,10 +478,7 @@ mod tests {
     /// Replaying the lanes on several threads gives the same results, bit for bit, as one thread.
     #[test]
     fn every_thread_count_gives_bit_identical_results() {
-        let mut all = configs();
-        // Long enough (> 16 + 2 x 48 chunks) that the last split, after both trials, replays too.
-        all.push(("report 90%, every split", SimConfig::report(90.0, 700_000, 10)));
-        for (name, cfg) in all {
+        for (name, cfg) in configs() {
             let ctl = Control::default();
             let one = serde_json::to_string(&run_threads(&cfg, &ctl, 1)).unwrap();
             for threads in [2, 3, 5, 13, 64] {
@@ -609,17 +533,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Costs measured apart are scaled so that each group's add up to its measured cost.
-    #[test]
-    fn grouped_costs_add_up_to_each_groups_measured_cost() {
-        let alone = [100, 300, 200, 0, 400];
-        let groups = vec![vec![0, 1], vec![2, 3, 4], vec![]];
-        let cost = grouped_costs(&alone, &groups, &[200, 900, 0]);
-        assert_eq!(cost, vec![50, 150, 300, 0, 600]);
-        // A group with nothing measured keeps its costs.
-        assert_eq!(grouped_costs(&alone, &groups, &[0, 600]), vec![100, 300, 200, 0, 400]);
     }
 
     /// The split puts every lane in exactly one group and balances the costs.
