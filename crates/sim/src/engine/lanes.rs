@@ -23,11 +23,67 @@ pub(super) struct Lane {
     pub(super) stats: LaneStats,
 }
 
-/// What a plain lane's queue carries per message.
+/// What a plain lane's queue carries per message (16 bytes, as `len` and `app` share the word).
 #[derive(Clone, Copy, Debug)]
 struct Tag {
     t: f64,
     len: u32,
+    app: u32,
+}
+
+/// What a lane's queue carries per message: the whole message, or for a plain lane only what
+/// its latency needs. [`replay`] is written once over it.
+trait Carried: Copy {
+    /// What is kept of `m`.
+    fn carry(m: Msg) -> Self;
+    /// The queued form of `m`, with its §10 class α where the lane keeps classes.
+    fn queued(m: Msg, st: &LaneStats) -> Message<Self>;
+    /// Records its delivery at `now`.
+    fn deliver(self, st: &mut LaneStats, now: f64);
+    /// Its application (closed loops).
+    fn app(self) -> u32;
+}
+
+impl Carried for Msg {
+    #[inline(always)]
+    fn carry(m: Msg) -> Msg {
+        m
+    }
+    #[inline(always)]
+    fn queued(m: Msg, st: &LaneStats) -> Message<Msg> {
+        let mut msg = Message::new(m, m.app, m.len);
+        if let Some(a) = st.class_alpha.get(m.class as usize) {
+            msg.alpha = Some(*a);
+        }
+        msg
+    }
+    #[inline(always)]
+    fn deliver(self, st: &mut LaneStats, now: f64) {
+        st.delivered(self, now);
+    }
+    #[inline(always)]
+    fn app(self) -> u32 {
+        self.app
+    }
+}
+
+impl Carried for Tag {
+    #[inline(always)]
+    fn carry(m: Msg) -> Tag {
+        Tag { t: m.t, len: m.len, app: m.app }
+    }
+    #[inline(always)]
+    fn queued(m: Msg, _: &LaneStats) -> Message<Tag> {
+        Message::new(Tag::carry(m), m.app, m.len)
+    }
+    #[inline(always)]
+    fn deliver(self, st: &mut LaneStats, now: f64) {
+        st.delivered_plain(self.t, self.len, now);
+    }
+    #[inline(always)]
+    fn app(self) -> u32 {
+        self.app
+    }
 }
 
 impl Lane {
@@ -105,24 +161,24 @@ impl Lane {
         if let Some(p) = &mut self.plain {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use plain lanes");
             return match p {
-                AnyPolicy::Fifo(p) => replay_plain(p, st, path),
-                AnyPolicy::RoundRobin(p) => replay_plain(p, st, path),
-                AnyPolicy::RoundRobinHead(p) => replay_plain(p, st, path),
-                other => replay_plain(other, st, path),
+                AnyPolicy::Fifo(p) => replay::<_, _, false>(p, st, path, delivered),
+                AnyPolicy::RoundRobin(p) => replay::<_, _, false>(p, st, path, delivered),
+                AnyPolicy::RoundRobinHead(p) => replay::<_, _, false>(p, st, path, delivered),
+                other => replay::<_, _, false>(other, st, path, delivered),
             };
         }
         if delivered.capacity() > 0 {
             // Closed loops: collect the applications whose message was delivered.
-            return replay::<_, true>(&mut self.policy, st, path, delivered);
+            return replay::<_, _, true>(&mut self.policy, st, path, delivered);
         }
         match &mut self.policy {
-            AnyPolicy::Fifo(p) => replay::<_, false>(p, st, path, delivered),
-            AnyPolicy::RoundRobin(p) => replay::<_, false>(p, st, path, delivered),
-            AnyPolicy::RoundRobinHead(p) => replay::<_, false>(p, st, path, delivered),
-            AnyPolicy::Alpha(p) => replay::<_, false>(p, st, path, delivered),
-            AnyPolicy::Track(p) => replay::<_, false>(p, st, path, delivered),
+            AnyPolicy::Fifo(p) => replay::<_, _, false>(p, st, path, delivered),
+            AnyPolicy::RoundRobin(p) => replay::<_, _, false>(p, st, path, delivered),
+            AnyPolicy::RoundRobinHead(p) => replay::<_, _, false>(p, st, path, delivered),
+            AnyPolicy::Alpha(p) => replay::<_, _, false>(p, st, path, delivered),
+            AnyPolicy::Track(p) => replay::<_, _, false>(p, st, path, delivered),
             #[allow(unreachable_patterns)]
-            other => replay::<_, false>(other, st, path, delivered),
+            other => replay::<_, _, false>(other, st, path, delivered),
         }
     }
 
@@ -165,51 +221,7 @@ impl Lane {
 /// The hot loop: one lane through a chunk of the path. With `COLLECT` (closed loops), the
 /// applications whose message was delivered are pushed to `delivered`.
 #[inline(never)]
-pub(super) fn replay<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
-    let mut served = 0;
-    // A lone message that bypassed the policy, and its packets not yet started.
-    let mut alone: Option<(Msg, usize)> = None;
-    for s in &path.steps {
-        let upto = s.before as usize;
-        if upto > served {
-            let times = &path.times[served..upto];
-            match &mut alone {
-                None => serve::<P, COLLECT>(p, st, times, delivered),
-                Some((m, left)) => {
-                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
-                    *left -= times.len();
-                    st.packets_out += times.len() as u64;
-                    if *left == 0 {
-                        st.delivered(*m, times[times.len() - 1]);
-                        if COLLECT {
-                            delivered.push(m.app);
-                        }
-                        alone = None;
-                    }
-                }
-            }
-            served = upto;
-        }
-        match s.kind {
-            Kind::Alone if p.bypass(u64::from(s.msg.len)) => alone = Some((s.msg, s.msg.len as usize)),
-            Kind::Arrive | Kind::Alone => {
-                let m = s.msg;
-                let mut msg = Message::new(m, m.app, m.len);
-                if let Some(a) = st.class_alpha.get(m.class as usize) {
-                    msg.alpha = Some(*a);
-                }
-                p.enqueue(msg).expect("validated message");
-            }
-            other => st.event(other),
-        }
-    }
-    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
-    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
-}
-
-/// [`replay`] for a plain lane (open loops, no per-class or per-application statistics).
-#[inline(never)]
-fn replay_plain<P: Policy<Tag>>(p: &mut P, st: &mut LaneStats, path: &Path) {
+fn replay<C: Carried, P: Policy<C>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, path: &Path, delivered: &mut Vec<u32>) {
     let mut served = 0;
     // A lone message that bypassed the policy, and its packets not yet started.
     let mut alone: Option<(Msg, usize)> = None;
@@ -218,45 +230,57 @@ fn replay_plain<P: Policy<Tag>>(p: &mut P, st: &mut LaneStats, path: &Path) {
         if upto > served {
             let times = &path.times[served..upto];
             match &mut alone {
-                None => {
-                    let got =
-                        p.dequeue_many(times.len() as u64, &mut |i, m: Tag| st.delivered_plain(m.t, m.len, times[i as usize]));
-                    debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-                    st.packets_out += got;
-                }
+                None => serve::<C, P, COLLECT>(p, st, times, delivered),
                 Some((m, left)) => {
-                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
-                    *left -= times.len();
-                    st.packets_out += times.len() as u64;
-                    if *left == 0 {
-                        st.delivered_plain(m.t, m.len, times[times.len() - 1]);
+                    if lone_advance(left, times.len()) {
+                        st.packets_out += times.len() as u64;
+                        C::carry(*m).deliver(st, times[times.len() - 1]);
+                        if COLLECT {
+                            delivered.push(m.app);
+                        }
                         alone = None;
+                    } else {
+                        st.packets_out += times.len() as u64;
                     }
                 }
             }
             served = upto;
         }
         match s.kind {
-            Kind::Alone if p.bypass(u64::from(s.msg.len)) => {
-                let end = upto + s.msg.len as usize;
-                if path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end) {
-                    // Nothing happens before its last packet starts (the usual case): sent now.
+            Kind::Alone if p.bypass(u64::from(s.msg.len)) => match lone_sent_whole(path, k, upto, s.msg.len) {
+                Some(end) => {
                     st.packets_out += u64::from(s.msg.len);
-                    st.delivered_plain(s.msg.t, s.msg.len, path.times[end - 1]);
+                    C::carry(s.msg).deliver(st, path.times[end - 1]);
+                    if COLLECT {
+                        delivered.push(s.msg.app);
+                    }
                     served = end;
-                } else {
-                    alone = Some((s.msg, s.msg.len as usize));
                 }
-            }
-            Kind::Arrive | Kind::Alone => {
-                let m = s.msg;
-                p.enqueue(Message::new(Tag { t: m.t, len: m.len }, m.app, m.len)).expect("validated message");
-            }
+                None => alone = Some((s.msg, s.msg.len as usize)),
+            },
+            Kind::Arrive | Kind::Alone => p.enqueue(C::queued(s.msg, st)).expect("validated message"),
             other => st.event(other),
         }
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
     debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
+}
+
+/// Counts `n` more packets of a lone message started (`left` of them were not); true once its
+/// last packet has.
+#[inline(always)]
+fn lone_advance(left: &mut usize, n: usize) -> bool {
+    debug_assert!(n <= *left, "a lone message's packets run until it is sent");
+    *left -= n;
+    *left == 0
+}
+
+/// Where the packets of the lone message of step `k`, which start at `upto`, end when nothing
+/// happens before its last packet starts (the usual case): it is then sent at once.
+#[inline(always)]
+fn lone_sent_whole(path: &Path, k: usize, upto: usize, len: u32) -> Option<usize> {
+    let end = upto + len as usize;
+    path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end).then_some(end)
 }
 
 /// Replays a chunk through a group of lanes: the lean alpha lanes together, step by step (each
@@ -296,9 +320,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
                     }
                 }
                 Some((m, left)) => {
-                    debug_assert!(times.len() <= *left, "a lone message's packets run until it is sent");
-                    *left -= times.len();
-                    let done = *left == 0;
+                    let done = lone_advance(left, times.len());
                     for (_, st) in lanes.iter_mut() {
                         st.packets_out += times.len() as u64;
                         if done {
@@ -313,10 +335,8 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
             served = upto;
         }
         match s.kind {
-            Kind::Alone => {
-                let end = upto + s.msg.len as usize;
-                if path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end) {
-                    // Nothing happens before its last packet starts (the usual case): sent now.
+            Kind::Alone => match lone_sent_whole(path, k, upto, s.msg.len) {
+                Some(end) => {
                     let now = path.times[end - 1];
                     for (p, st) in lanes.iter_mut() {
                         p.bypass(u64::from(s.msg.len));
@@ -324,13 +344,14 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
                         st.delivered_plain(s.msg.t, s.msg.len, now);
                     }
                     served = end;
-                } else {
+                }
+                None => {
                     for (p, _) in lanes.iter_mut() {
                         p.bypass(u64::from(s.msg.len));
                     }
                     alone = Some((s.msg, s.msg.len as usize));
                 }
-            }
+            },
             Kind::Arrive => {
                 for (p, _) in lanes.iter_mut() {
                     p.enqueue(s.msg.t, s.msg.len);
@@ -350,11 +371,11 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
 /// The packet starts at `times`, in a row with no arrival between them: every queue sends one
 /// packet at each. (Called from one place so that the policy's bulk dequeue is inlined.)
 #[inline(always)]
-fn serve<P: Policy<Msg>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, times: &[f64], delivered: &mut Vec<u32>) {
-    let got = p.dequeue_many(times.len() as u64, &mut |i, m: Msg| {
-        st.delivered(m, times[i as usize]);
+fn serve<C: Carried, P: Policy<C>, const COLLECT: bool>(p: &mut P, st: &mut LaneStats, times: &[f64], delivered: &mut Vec<u32>) {
+    let got = p.dequeue_many(times.len() as u64, &mut |i, m: C| {
+        m.deliver(st, times[i as usize]);
         if COLLECT {
-            delivered.push(m.app);
+            delivered.push(m.app());
         }
     });
     debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
