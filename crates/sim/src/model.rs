@@ -387,7 +387,7 @@ pub fn parse_weights(s: &str) -> Result<Vec<u32>, ModelError> {
         if w == 0 || w > u64::from(MAX_WEIGHT) {
             return Err(ctx(format!("WEIGHT must be in 1..={MAX_WEIGHT}")));
         }
-        if n == 0 || v.len() as u64 + n > 1 << 16 {
+        if n == 0 || n > (1 << 16) - v.len() as u64 {
             return Err(ctx("COUNT must be >= 1 and the applications at most 65536".into()));
         }
         v.extend(std::iter::repeat_n(w as u32, n as usize));
@@ -407,6 +407,17 @@ pub fn check_traffic(t: f64) -> Result<f64, ModelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A count near `u64::MAX` is refused with the limit, not an overflow (found by the
+    /// `sim_parsers` fuzz target).
+    #[test]
+    fn weights_refuse_a_huge_count() {
+        for s in ["2:2,4:18446744073709551615", "1:65536,1:1", "3:18446744073709551615"] {
+            let e = parse_weights(s).unwrap_err().to_string();
+            assert!(e.contains("at most 65536"), "{s}: {e}");
+        }
+        assert_eq!(parse_weights("1:65535,2:1").unwrap().len(), 1 << 16);
+    }
 
     #[test]
     fn default_distribution_matches_the_report() {
