@@ -232,15 +232,13 @@ fn replay<C: Carried, P: Policy<C>, const COLLECT: bool>(p: &mut P, st: &mut Lan
             match &mut alone {
                 None => serve::<C, P, COLLECT>(p, st, times, delivered),
                 Some((m, left)) => {
+                    st.packets_out += times.len() as u64;
                     if lone_advance(left, times.len()) {
-                        st.packets_out += times.len() as u64;
                         C::carry(*m).deliver(st, times[times.len() - 1]);
                         if COLLECT {
                             delivered.push(m.app);
                         }
                         alone = None;
-                    } else {
-                        st.packets_out += times.len() as u64;
                     }
                 }
             }
