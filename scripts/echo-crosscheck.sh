@@ -52,10 +52,17 @@
 # REPS, so that each side runs first equally often.
 set -euo pipefail
 
-REPS=${REPS:-8}
+REPS=${REPS:-12}
 SIZES=${SIZES:-"1 64 1024"}
 ROUNDS_SMALL=${ROUNDS_SMALL:-3000}
 ROUNDS_1M=${ROUNDS_1M:-1000}
+CLIENT_PAIRS=${CLIENT_PAIRS:-60}
+CLIENT_ROUNDS_SMALL=${CLIENT_ROUNDS_SMALL:-500}
+CLIENT_ROUNDS_1M=${CLIENT_ROUNDS_1M:-150}
+CLIENT_ESTIMATOR=${CLIENT_ESTIMATOR:-pooled}
+SERVER_CLIENT=${SERVER_CLIENT:-burst}
+SERVER_GROUPING=${SERVER_GROUPING:-all}
+BOOT=${BOOT:-1000}
 STRICT=${STRICT:-0}
 IOURING_VS=${IOURING_VS:-"naive iosubmit splice"}
 LIMIT=${LIMIT:-1.05}
@@ -64,6 +71,9 @@ PARTS=${PARTS:-"client servers"}
 MODES=${MODES:-"naive iosubmit splice sockmap io_uring"}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+case $CLIENT_ESTIMATOR in pooled|pairs) ;; *) echo "error: CLIENT_ESTIMATOR is pooled or pairs" >&2; exit 2;; esac
+case $SERVER_CLIENT in burst|test-burst) ;; *) echo "error: SERVER_CLIENT is burst or test-burst" >&2; exit 2;; esac
+case $SERVER_GROUPING in all|pairs) ;; *) echo "error: SERVER_GROUPING is all or pairs" >&2; exit 2;; esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -z "${ANCHOR:-}" ]]; then
@@ -104,6 +114,16 @@ if sh "$ANCHOR/build.sh" "$orig" >"$work/build.log" 2>&1 && [[ -x "$orig/echo-so
 else
     echo "SKIP: original echo-sockmap did not build (apt-get install -y libelf-dev): $(tail -1 "$work/build.log")"
 fi
+# test-burst sleeps 1 s after connecting, outside its timed span. For the client rows this shim
+# (written here, built into the temporary directory, loaded with LD_PRELOAD into test-burst only)
+# makes that sleep return at once, so that the two clients' short runs can follow each other
+# closely. It changes nothing inside the timed span: test-burst calls sleep() once, before it.
+cat >"$work/nosleep.c" <<'C'
+/* Replaces sleep(3) for test-burst: returns at once (its one sleep is before the timed span). */
+unsigned int sleep(unsigned int seconds) { (void)seconds; return 0; }
+C
+cc -O2 -shared -fPIC -o "$work/nosleep.so" "$work/nosleep.c" 2>"$work/cc-nosleep.log" \
+    || { echo "error: cannot build the sleep shim:" >&2; cat "$work/cc-nosleep.log" >&2; exit 2; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
@@ -140,29 +160,41 @@ stop_servers() {
     srv_pids=()
 }
 rounds_for() { if (( $1 >= 1024 )); then echo "$ROUNDS_1M"; else echo "$ROUNDS_SMALL"; fi; }
-# run_client original|schedlab PORT KIB OUTFILE
+client_rounds_for() { if (( $1 >= 1024 )); then echo "$CLIENT_ROUNDS_1M"; else echo "$CLIENT_ROUNDS_SMALL"; fi; }
+# run_client original|schedlab PORT KIB OUTFILE [ROUNDS [short]]: one process run of either
+# client; "short": test-burst without its 1 s sleep, burst without its settle pause.
 run_client() {
-    local side=$1 port=$2 kib=$3 out=$4 rounds
-    rounds=$(rounds_for "$kib")
-    if [[ $side == original ]]; then
+    local side=$1 port=$2 kib=$3 out=$4 rounds=${5:-} short=${6:-}
+    [[ -n $rounds ]] || rounds=$(rounds_for "$kib")
+    if [[ $side == original && -n $short ]]; then
+        LD_PRELOAD="$work/nosleep.so" taskset -c "$CLIENT_CPU" "$orig/test-burst" "127.0.0.1:$port" "$kib" "$rounds" >"$out" 2>/dev/null
+    elif [[ $side == original ]]; then
         taskset -c "$CLIENT_CPU" "$orig/test-burst" "127.0.0.1:$port" "$kib" "$rounds" >"$out" 2>/dev/null
+    elif [[ -n $short ]]; then
+        taskset -c "$CLIENT_CPU" "$SCHEDLAB" burst "127.0.0.1:$port" "$kib" "$rounds" --settle 0 >"$out" 2>"$out.err"
     else
         taskset -c "$CLIENT_CPU" "$SCHEDLAB" burst "127.0.0.1:$port" "$kib" "$rounds" >"$out" 2>"$out.err"
     fi
 }
 
 echo "# echo cross-check: $(date -u +%FT%TZ), $(nproc) CPUs, $(uname -r), loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# server CPU $SERVER_CPU, client CPU $CLIENT_CPU, $REPS repetitions (alternating; the two sides of a row in adjacent runs), sizes ${SIZES// /, } KiB"
-echo "# rounds per run: $ROUNDS_SMALL (1 MiB: $ROUNDS_1M); limits: p50 ratio <= $LIMIT, p99 ratio <= $P99_LIMIT"
+echo "# server CPU $SERVER_CPU, client CPU $CLIENT_CPU, sizes ${SIZES// /, } KiB; limits: p50 ratio <= $LIMIT, p99 ratio <= $P99_LIMIT"
 
 # ---------------------------------------------------------------- 1. client
 if [[ " $PARTS " == *" client "* ]]; then
-    echo "# 1. client: test-burst vs schedlab burst, against the original echo-naive"
+    echo "# 1. client: test-burst (its 1 s sleep shimmed away) vs schedlab burst --settle 0, against the original echo-naive:"
+    echo "#    $CLIENT_PAIRS alternating pairs of short runs ($CLIENT_ROUNDS_SMALL rounds, 1 MiB: $CLIENT_ROUNDS_1M), estimator $CLIENT_ESTIMATOR"
     start_server original naive
-    for r in $(seq 1 "$REPS"); do
+    # The shim must take test-burst's sleep away, or the pairs are 1 s apart again.
+    t0=$(date +%s%N)
+    run_client original "$port" 1 "$work/shim-check" 10 short
+    (( ($(date +%s%N) - t0) / 1000000 < 800 )) || { echo "error: the sleep shim did not shorten test-burst's run (LD_PRELOAD ignored?)" >&2; exit 2; }
+    for r in $(seq 1 "$CLIENT_PAIRS"); do
         for kib in $SIZES; do
             if (( r % 2 )); then order="original schedlab"; else order="schedlab original"; fi
-            for side in $order; do run_client "$side" "$port" "$kib" "$work/client_${side}_${kib}_$r"; done
+            for side in $order; do
+                run_client "$side" "$port" "$kib" "$work/client_${side}_${kib}_$r" "$(client_rounds_for "$kib")" short
+            done
         done
     done
     stop_server
@@ -170,7 +202,6 @@ fi
 
 # ---------------------------------------------------------------- 2. servers
 if [[ " $PARTS " == *" servers "* ]]; then
-    echo "# 2. servers: test-burst against the original echo-MODE and schedlab echo --mode MODE"
     declare -A srv_port=()
     runnable=""
     for mode in $MODES; do
@@ -181,9 +212,41 @@ if [[ " $PARTS " == *" servers "* ]]; then
         fi
         [[ " $orig_modes " == *" $mode "* ]] && runnable="$runnable original:$mode"
     done
+    if [[ $SERVER_CLIENT == burst ]]; then
+        echo "# 2. servers: schedlab burst against the original echo-MODE and schedlab echo --mode MODE, rounds interleaved"
+        echo "#    within one run per repetition and size (grouping: $SERVER_GROUPING); $REPS repetitions of $ROUNDS_SMALL rounds (1 MiB: $ROUNDS_1M) per server"
+    else
+        echo "# 2. servers: test-burst against the original echo-MODE and schedlab echo --mode MODE (old method: adjacent"
+        echo "#    process runs about 1.3 s apart); $REPS repetitions of $ROUNDS_SMALL rounds (1 MiB: $ROUNDS_1M)"
+    fi
+    # run_group KIB REP NAME SM...: one burst run with every SM (side:mode) as a target, rounds
+    # interleaved; the RTTs are split into one file per server, as if each had had its own run.
+    # NAME is the side's name in the files (the io_uring group of SERVER_GROUPING=pairs gives
+    # its originals another name, so that they do not overwrite the mode rows' runs).
+    run_group() {
+        local kib=$1 r=$2 name=$3 sm args=() labels=() first="" i
+        shift 3
+        for sm in "$@"; do
+            if [[ -z $first ]]; then first="127.0.0.1:${srv_port[$sm]}"; else args+=(--target "127.0.0.1:${srv_port[$sm]}"); fi
+            labels+=("$sm")
+        done
+        local out="$work/group_${kib}_${r}_${name}"
+        if ! taskset -c "$CLIENT_CPU" "$SCHEDLAB" burst "$first" "${args[@]}" "$kib" "$(rounds_for "$kib")" --settle 0.2 >"$out" 2>"$out.err"; then
+            echo "error: schedlab burst against ${labels[*]} (targets 1..${#labels[@]} in this order) failed:" >&2
+            cat "$out.err" >&2
+            exit 2
+        fi
+        for i in "${!labels[@]}"; do
+            sm=${labels[$i]}
+            local side=${sm%%:*}
+            [[ $name == uref && $side == original ]] && side=uref
+            awk -v t=$((i + 1)) '$1 == t { print $2 }' "$out" >"$work/server_${side}_${sm#*:}_${kib}_$r"
+            grep "^target $((i + 1)): client cost" "$out.err" | sed "s/^target [0-9]*: /$side ${sm#*:}: /" >>"$work/cost_${kib}_$r" || true
+        done
+    }
     for r in $(seq 1 "$REPS"); do
         # Every server of the repetition is started first; each waits idle in accept/poll while
-        # the others are measured, so the two sides of one mode and size run back to back.
+        # the others are measured.
         for sm in $runnable; do
             start_server "${sm%%:*}" "${sm#*:}"
             srv_port[$sm]=$port
@@ -191,44 +254,70 @@ if [[ " $PARTS " == *" servers "* ]]; then
             srv_pid=""
         done
         for kib in $SIZES; do
-            for mode in $MODES; do
-                sides=""
-                for side in original schedlab; do [[ -n "${srv_port[$side:$mode]:-}" ]] && sides="$sides $side"; done
-                (( r % 2 )) || sides=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' ')
-                for side in $sides; do
-                    run_client original "${srv_port[$side:$mode]}" "$kib" "$work/server_${side}_${mode}_${kib}_$r"
+            if [[ $SERVER_CLIENT == test-burst ]]; then
+                for mode in $MODES; do
+                    sides=""
+                    for side in original schedlab; do [[ -n "${srv_port[$side:$mode]:-}" ]] && sides="$sides $side"; done
+                    (( r % 2 )) || sides=$(echo $sides | tr ' ' '\n' | tac | tr '\n' ' ')
+                    for side in $sides; do
+                        run_client original "${srv_port[$side:$mode]}" "$kib" "$work/server_${side}_${mode}_${kib}_$r"
+                    done
                 done
-            done
+            elif [[ $SERVER_GROUPING == all ]]; then
+                # The order of the targets differs from repetition to repetition (the client
+                # rotates it every round as well), so that no server always follows the same one.
+                # shellcheck disable=SC2046
+                run_group "$kib" "$r" all $(printf '%s\n' $runnable | python3 -c 'import random,sys; v=sys.stdin.read().split(); random.Random(int(sys.argv[1])).shuffle(v); print(" ".join(v))' "$r$kib")
+            else
+                for mode in $MODES; do
+                    [[ $mode == io_uring ]] && continue
+                    group=""
+                    for side in original schedlab; do [[ -n "${srv_port[$side:$mode]:-}" ]] && group="$group $side:$mode"; done
+                    (( r % 2 )) || group=$(echo $group | tr ' ' '\n' | tac | tr '\n' ' ')
+                    # shellcheck disable=SC2086
+                    [[ -n $group ]] && run_group "$kib" "$r" "$mode" $group
+                done
+                if [[ -n "${srv_port[schedlab:io_uring]:-}" ]]; then
+                    group="schedlab:io_uring"
+                    for m in $IOURING_VS sockmap; do [[ -n "${srv_port[original:$m]:-}" ]] && group="$group original:$m"; done
+                    # shellcheck disable=SC2086
+                    run_group "$kib" "$r" uref $group
+                fi
+            fi
         done
         stop_servers
         srv_port=()
     done
 fi
 
-python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" "$SECONDS" <<'PY'
-import glob, math, os, statistics, sys
+python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" "$SECONDS" "$CLIENT_PAIRS" "$CLIENT_ESTIMATOR" "$BOOT" "$SERVER_CLIENT" <<'PY'
+import glob, math, os, random, statistics, sys
 work, reps, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3].split()]
 lim50, lim99, strict = float(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1"
 iouring_vs = sys.argv[7].split()
 modes = sys.argv[8].split()
+client_pairs, client_est, boot, server_client = int(sys.argv[10]), sys.argv[11], int(sys.argv[12]), sys.argv[13]
 
 def pct(v, p):
-    v = sorted(v)
+    """Nearest-rank percentile of a sorted list."""
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
-def runs(prefix):
-    """{rep: (p50, p99)} of the files prefix_REP that hold RTTs."""
+def runs(prefix, n):
+    """{rep: sorted RTTs} of the files prefix_REP (1..n) that hold RTTs."""
     out = {}
-    for r in range(1, reps + 1):
+    for r in range(1, n + 1):
         f = f"{work}/{prefix}_{r}"
         if os.path.exists(f):
-            v = [int(l) for l in open(f) if l.strip()]
+            v = sorted(int(l.split()[-1]) for l in open(f) if l.strip())
             if v:
-                out[r] = (pct(v, 50), pct(v, 99))
+                out[r] = v
     return out
 
+def stat(v, i):
+    return pct(v, (50, 99)[i])
+
 def med(rs, i):
-    return statistics.median(x[i] for x in rs.values())
+    return statistics.median(stat(v, i) for v in rs.values())
 
 def sign_p(k, n):
     """One-sided sign test: chance of k or more of n pairs slower when neither side is."""
@@ -245,72 +334,128 @@ def median_ci(n):
         return 0, 0.0
     return k, 1 - 2 * sum(math.comb(n, j) for j in range(k)) / 2 ** n
 
+def pooled(rs, keys):
+    v = []
+    for r in keys:
+        v.extend(rs[r])
+    v.sort()
+    return v
+
+def est_pairs(o, s, pairs, i):
+    """Median over the pairs of the paired ratio; distribution-free CI; sign test."""
+    paired = sorted(stat(s[r], i) / stat(o[r], i) for r in pairs)
+    k, _ = median_ci(len(paired))
+    slower = sum(1 for r in pairs if stat(s[r], i) > stat(o[r], i))
+    return statistics.median(paired), (paired[k - 1], paired[-k]) if k else None, sign_p(slower, len(pairs)), f"slower in {slower}/{len(pairs)} pairs"
+
+def est_pooled(o, s, pairs, i, rng):
+    """Ratio of the pooled percentiles (every RTT of each side's runs together); 95% CI by a
+    bootstrap over the pairs (resampled with replacement, both sides of a pair together); the
+    significance is the bootstrap's share of ratios <= 1 (one-sided)."""
+    ratio = stat(pooled(s, pairs), i) / stat(pooled(o, pairs), i)
+    b = []
+    for _ in range(boot):
+        pick = [rng.choice(pairs) for _ in pairs]
+        b.append(stat(pooled(s, pick), i) / stat(pooled(o, pick), i))
+    b.sort()
+    p = sum(1 for x in b if x <= 1) / len(b)
+    return ratio, (pct(b, 2.5), pct(b, 97.5)), p, f"bootstrap share <= 1: {p:.3f}"
+
 def size_name(kib):
     return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
 
 rows, bad, noisy = [], [], []
-def row(what, size, o, s, o_name, info=False):
+def row(what, size, o, s, o_name, est, info=False):
     if not o or not s:
         rows.append((what, size, "n/a" if not o else f"{med(o, 0):.0f} / {med(o, 1):.0f}",
                      "n/a" if not s else f"{med(s, 0):.0f} / {med(s, 1):.0f}", "-", "-", "SKIP"))
         return
-    pairs = [r for r in o if r in s]
-    ratios, verdicts, of_medians, cis = [], [], [], []
-    for i, (stat, lim) in enumerate([("p50", lim50), ("p99", lim99)]):
-        paired = sorted(s[r][i] / o[r][i] for r in pairs)
-        ratio = statistics.median(paired) if pairs else med(s, i) / med(o, i)
-        k, cover = median_ci(len(paired))
-        cis.append(f" [{paired[k - 1]:.2f}-{paired[-k]:.2f}]" if k else "")
-        of_medians.append(med(s, i) / med(o, i))
-        slower = sum(1 for r in pairs if s[r][i] > o[r][i])
-        p = sign_p(slower, len(pairs))
+    pairs = sorted(r for r in o if r in s)
+    rng = random.Random(20261125)
+    ratios, verdicts, cis, other = [], [], [], []
+    for i, (st, lim) in enumerate([("p50", lim50), ("p99", lim99)]):
+        first, second = (est_pooled, est_pairs) if est == "pooled" else (est_pairs, est_pooled)
+        ratio, ci, p, why = first(o, s, pairs, i, rng) if first is est_pooled else first(o, s, pairs, i)
+        r2, ci2, _, _ = second(o, s, pairs, i, rng) if second is est_pooled else second(o, s, pairs, i)
+        cis.append(f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else "")
+        other.append(f"{r2:.2f}" + (f" [{ci2[0]:.2f}-{ci2[1]:.2f}]" if ci2 else ""))
         ratios.append(ratio)
         if ratio <= lim or info:
             continue
         if p < 0.05:
-            verdicts.append(f"{stat} OVER (slower in {slower}/{len(pairs)} pairs, sign test p={p:.3f})")
-            bad.append(f"{what} {size} {stat}")
+            verdicts.append(f"{st} OVER ({why}, p={p:.3f})")
+            bad.append(f"{what} {size} {st}")
         else:
-            verdicts.append(f"{stat} over (noise: slower in {slower}/{len(pairs)} pairs, p={p:.2f})")
-            noisy.append(f"{what} {size} {stat}")
+            verdicts.append(f"{st} over (noise: {why}, p={p:.2f})")
+            noisy.append(f"{what} {size} {st}")
     def span(x):
-        return f"{min(v[0] for v in x.values()):.0f}-{max(v[0] for v in x.values()):.0f}"
-    spread = f"p50 runs {span(o)} vs {span(s)}; of medians {of_medians[0]:.2f} / {of_medians[1]:.2f}"
+        return f"{min(stat(v, 0) for v in x.values()):.0f}-{max(stat(v, 0) for v in x.values()):.0f}"
+    name2 = "median of pairs" if est == "pooled" else "pooled"
+    spread = f"p50 runs {span(o)} vs {span(s)}; {name2} {other[0]} / {other[1]}"
     verdict = "info, no limit" if info else "; ".join(verdicts) if verdicts else "ok"
-    rows.append((what, size, f"{o_name}{med(o, 0):.0f} / {med(o, 1):.0f}", f"{med(s, 0):.0f} / {med(s, 1):.0f}",
-                 f"{ratios[0]:.2f}{cis[0]}", f"{ratios[1]:.2f}{cis[1]}", f"{verdict} ({spread})"))
+    po, ps = pooled(o, pairs), pooled(s, pairs)
+    if est == "pooled":
+        o_txt, s_txt = f"{o_name}{pct(po, 50):.0f} / {pct(po, 99):.0f}", f"{pct(ps, 50):.0f} / {pct(ps, 99):.0f}"
+    else:
+        o_txt, s_txt = f"{o_name}{med(o, 0):.0f} / {med(o, 1):.0f}", f"{med(s, 0):.0f} / {med(s, 1):.0f}"
+    rows.append((what, size, o_txt, s_txt, f"{ratios[0]:.2f}{cis[0]}", f"{ratios[1]:.2f}{cis[1]}", f"{verdict} ({spread})"))
 
+notes = []
 if glob.glob(f"{work}/client_*"):
     for kib in sizes:
-        row("client (vs echo-naive)", size_name(kib), runs(f"client_original_{kib}"), runs(f"client_schedlab_{kib}"), "test-burst ")
+        row("client (vs echo-naive)", size_name(kib), runs(f"client_original_{kib}", client_pairs),
+            runs(f"client_schedlab_{kib}", client_pairs), "test-burst ", client_est)
+    if client_est == "pooled":
+        notes.append(f"# client rows: {client_pairs} pairs of short runs; each side's RTTs pooled over its runs (p50 / p99 of the pool),"
+                     f" ratio of the pools; [a-b] 95% bootstrap interval over the pairs ({boot} resamples); significance: the bootstrap's share <= 1")
+    else:
+        notes.append(f"# client rows: {client_pairs} pairs of short runs; median of the paired ratios, distribution-free interval; sign test")
 if glob.glob(f"{work}/server_*"):
+    # the io_uring group of SERVER_GROUPING=pairs names its originals "uref"
+    ref = "uref" if glob.glob(f"{work}/server_uref_*") else "original"
     for mode in [m for m in ["naive", "iosubmit", "splice", "sockmap"] if m in modes]:
         for kib in sizes:
-            row(f"server {mode}", size_name(kib), runs(f"server_original_{mode}_{kib}"), runs(f"server_schedlab_{mode}_{kib}"), "")
+            row(f"server {mode}", size_name(kib), runs(f"server_original_{mode}_{kib}", reps),
+                runs(f"server_schedlab_{mode}_{kib}", reps), "", "pairs")
     for kib in sizes if "io_uring" in modes else []:
-        best = [(m, runs(f"server_original_{m}_{kib}")) for m in iouring_vs]
+        best = [(m, runs(f"server_{ref}_{m}_{kib}", reps)) for m in iouring_vs]
         best = [(m, x) for m, x in best if x]
         m, o = min(best, key=lambda t: med(t[1], 0)) if best else ("", {})
-        row(f"server io_uring vs best original ({'/'.join(iouring_vs)})", size_name(kib), o, runs(f"server_schedlab_io_uring_{kib}"), f"{m} ")
+        row(f"server io_uring vs best original ({'/'.join(iouring_vs)})", size_name(kib), o,
+            runs(f"server_schedlab_io_uring_{kib}", reps), f"{m} ", "pairs")
     if "sockmap" not in iouring_vs and {"sockmap", "io_uring"} <= set(modes):
         for kib in sizes:
-            row("server io_uring vs original sockmap (in-kernel echo)", size_name(kib), runs(f"server_original_sockmap_{kib}"),
-                runs(f"server_schedlab_io_uring_{kib}"), "sockmap ", info=True)
-
-k, cover = median_ci(reps)
-print(f"# [a-b] after a ratio: its {100 * cover:.0f}% confidence interval from {reps} pairs (distribution-free: paired ratios"
-      f" number {k} and {reps + 1 - k} in order)" if k else f"# no confidence interval: {reps} pairs are too few")
+            row("server io_uring vs original sockmap (in-kernel echo)", size_name(kib), runs(f"server_{ref}_sockmap_{kib}", reps),
+                runs(f"server_schedlab_io_uring_{kib}", reps), "sockmap ", "pairs", info=True)
+    k, cover = median_ci(reps)
+    how = ("the two sides' rounds interleaved in one burst run per repetition" if server_client == "burst"
+           else "the two sides in adjacent test-burst runs")
+    notes.append(f"# server rows: {reps} repetitions, {how}; median over the repetitions of the paired ratio;"
+                 + (f" [a-b] its {100 * cover:.0f}% interval (distribution-free: paired ratios number {k} and {reps + 1 - k} in order); sign test"
+                    if k else " no interval: too few repetitions"))
+for n in notes:
+    print(n)
 print()
-print("| what | size | original p50 / p99 (us) | schedlab p50 / p99 (us) | paired ratio p50 [CI] | paired ratio p99 [CI] | verdict |")
+print("| what | size | original p50 / p99 (us) | schedlab p50 / p99 (us) | ratio p50 [CI] | ratio p99 [CI] | verdict |")
 print("|---|---|---|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
-costs = sorted(glob.glob(f"{work}/client_schedlab_*_1.err"))
-for c in costs:
-    for l in open(c):
-        if l.startswith("client cost"):
-            kib = c.split("_")[-2]
-            print(f"schedlab burst {size_name(int(kib))}: {l.strip()}")
+# The burst client's own cost: from the middle pair of the client part, and per server target in
+# the first repetition of the server part.
+for kib in sizes:
+    f = f"{work}/client_schedlab_{kib}_{max(1, client_pairs // 2)}.err"
+    if os.path.exists(f):
+        for l in open(f):
+            if l.startswith("client cost"):
+                print(f"schedlab burst {size_name(kib)} (client rows, pair {max(1, client_pairs // 2)}): {l.strip()}")
+for kib in sizes:
+    f = f"{work}/cost_{kib}_1"
+    if os.path.exists(f):
+        cpu = []
+        for l in open(f):
+            who, rest = l.split(": client cost per round: ", 1)
+            cpu.append(f"{who} {rest.split(' us CPU')[0]}")
+        print(f"schedlab burst {size_name(kib)} (server rows, repetition 1), client CPU per round (us) by target: {', '.join(cpu)}")
 for f in glob.glob(f"{work}/srv_io_uring.out"):
     for l in open(f):
         if "io_uring data path" in l and "connections" in l:
@@ -318,7 +463,7 @@ for f in glob.glob(f"{work}/srv_io_uring.out"):
 print(f"# load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}; the script took {int(sys.argv[9]) / 60:.1f} min")
 print()
 if noisy:
-    print(f"over the limit but within noise (sign test p >= 0.05): {', '.join(noisy)}")
+    print(f"over the limit but not significantly (p >= 0.05): {', '.join(noisy)}")
 if bad or (strict and noisy):
     print(f"OVER THE LIMIT: {', '.join(bad + (noisy if strict else []))}")
     sys.exit(1)
