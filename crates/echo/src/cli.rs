@@ -398,10 +398,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
         let ratio_to_first = match &first {
             Some(f) if multi => {
                 let ratio = RatioJson { p50: s.p50 / f.p50, p99: s.p99 / f.p99 };
-                eprintln!(
-                    "{prefix}over target 1, same run (rounds interleaved): p50 {:.3}, p99 {:.3}",
-                    ratio.p50, ratio.p99
-                );
+                eprintln!("{prefix}over target 1, same run (rounds interleaved): p50 {:.3}, p99 {:.3}", ratio.p50, ratio.p99);
                 Some(ratio)
             }
             _ => None,
