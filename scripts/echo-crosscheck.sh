@@ -28,8 +28,8 @@
 #   0.01 (p50) and 0.07 (p99) with pairs against 0.04 and 0.08 with all servers, the widest 0.05
 #   and 0.21 against 0.14 and 0.40 (with nine servers, a server's rounds are eight rounds of other
 #   servers apart, whose 1 MiB buffers pass through the same caches). Interleaving raises every
-#   server's RTT alike (each server wakes from a longer idle: 1 KiB p50 about 120 us against 85
-#   with test-burst on one connection), so the absolute figures are not those of a lone client.
+#   server's RTT alike (each server wakes from a longer idle: 1 KiB p50 about 110-120 us against
+#   85-97 with test-burst on one connection), so the absolute figures are not those of a lone client.
 #   The client of these rows is `schedlab burst`, not test-burst: test-burst measures one server
 #   per process run and sleeps 1 s after connecting, so its two sides can never be closer than
 #   about 1.3 s; and the client rows show that `burst` and test-burst measure the same RTT against
@@ -60,7 +60,7 @@
 #   ok            the ratio is within its limit;
 #   over (noise)  the ratio is over its limit, but the data do not show schedlab slower: for the
 #                 median of pairs, a one-sided sign test over the pairs gives p >= 0.05 (12 pairs:
-#                 fewer than 10 slower); for the pooled ratio, at least 5% of the bootstrap's
+#                 fewer than 10 slower; 60 pairs: fewer than 37); for the pooled ratio, at least 5% of the bootstrap's
 #                 ratios are <= 1;
 #   OVER          the ratio is over its limit and schedlab is slower with p < 0.05 (that test).
 #                 This fails the script.
@@ -76,13 +76,14 @@
 #
 # Usage: scripts/echo-crosscheck.sh           (defaults below; environment overrides)
 #   REPS=12 SIZES="1 64 1024" (KiB) ROUNDS_SMALL=3000 ROUNDS_1M=1000 (server rows, per server and run)
-#   CLIENT_PAIRS=60 CLIENT_ROUNDS_SMALL=500 CLIENT_ROUNDS_1M=150 CLIENT_ESTIMATOR=pooled|pairs BOOT=1000
+#   CLIENT_PAIRS=60 CLIENT_ROUNDS_SMALL=500 CLIENT_ROUNDS_1M=150 CLIENT_ESTIMATOR=pairs|pooled BOOT=1000
 #   SERVER_CLIENT=burst|test-burst SERVER_GROUPING=pairs|all  LIMIT=1.05 P99_LIMIT=1.05 STRICT=0
 #   PARTS="client servers"  SERVER_CPU=0 CLIENT_CPU=1  ANCHOR=dir  SCHEDLAB=path/to/schedlab
 #   IOURING_VS="naive iosubmit splice"  MODES="naive iosubmit splice sockmap io_uring" (servers
 #   run; to repeat some rows alone, e.g. PARTS=servers MODES="splice sockmap" SIZES="1 1024")
-# Exit status: 0 no OVER row (STRICT=1: every ratio within its limit), 1 otherwise, 2 setup failure
-# (including a server that does not echo what it was sent: the burst client's error names it).
+# Exit status: 0 no OVER row (STRICT=1: every ratio within its limit), 1 otherwise, 2 when a run
+# could not be done (setup failure, or a server that did not echo what it was sent: the burst
+# client's error, printed, names the target).
 # The script prints how long it took; a default run takes about 5 minutes on 2 vCPUs (4.8 measured:
 # the client part 0.4, the servers 4.4).
 # With SERVER_CLIENT=test-burst use an even REPS, so that each side runs first equally often.
