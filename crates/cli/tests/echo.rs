@@ -168,6 +168,53 @@ fn spinning_client_verifies_every_byte() {
     assert!(rest.contains(&format!("{} bytes echoed", (3u64 << 20) + (3 << 16))), "{rest}");
 }
 
+/// `--target`: two servers in one run, rounds interleaved; stdout says which target each RTT is
+/// from, stderr has each target's summary and cost and target 2's ratios, the JSON one entry per
+/// target; a target where nothing listens is named.
+#[test]
+fn burst_measures_several_targets_in_one_run() {
+    let a = Srv::start(&["echo", "--mode", "naive", "127.0.0.1:0"]);
+    let b = Srv::start(&["echo", "--mode", "splice", "127.0.0.1:0"]);
+    let (aa, ba) = (format!("127.0.0.1:{}", a.port), format!("127.0.0.1:{}", b.port));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    let out = bin()
+        .args(["burst", &aa, "--target", &ba, "64K", "7", "--settle", "0", "--warmup", "1", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let o = out.get_output();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let count = |t: &str| stdout.lines().filter(|l| l.split(' ').next() == Some(t)).count();
+    assert_eq!((count("1"), count("2"), stdout.lines().count()), (7, 7, 14), "{stdout}");
+    assert!(stdout.lines().all(|l| l.split(' ').nth(1).is_some_and(|x| x.parse::<u64>().is_ok())), "{stdout}");
+    for t in ["target 1: burst 64K x 7 rounds", "target 2: burst 64K x 7 rounds", "target 2: client cost per round"] {
+        assert!(stderr.contains(t), "{t}: {stderr}");
+    }
+    assert_eq!(stderr.matches("524288 bytes echoed and verified").count(), 2, "{stderr}");
+    assert!(stderr.contains("target 2: over target 1, same run (rounds interleaved): p50 "), "{stderr}");
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let t = j["targets"].as_array().unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!((t[0]["addr"].as_str(), t[1]["addr"].as_str()), (Some(aa.as_str()), Some(ba.as_str())));
+    assert_eq!(t[1]["rtt_samples_us"].as_array().unwrap().len(), 7);
+    assert!(t[0]["ratio_to_first"].is_null() && t[1]["ratio_to_first"]["p99"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(j.get("rtt_us").is_none(), "no top-level summary with several targets");
+    // A target where nothing listens is named.
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    bin()
+        .args(["burst", &aa, "--target", &dead, "4", "1", "--settle", "0"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!("target 2 ({dead}): cannot connect")));
+    // a: the measured run and the one that stopped at the dead target; b: the measured run.
+    for (s, conns) in [(a, 2), (b, 1)] {
+        let (ok, rest) = s.stop();
+        assert!(ok && rest.contains(&format!("{conns} connections")), "{rest}");
+    }
+}
+
 #[test]
 fn burst_works_against_socat() {
     if StdCommand::new("socat").arg("-V").stdout(Stdio::null()).status().is_err() {

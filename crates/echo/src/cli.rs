@@ -227,11 +227,14 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
     name = "schedlab burst",
     bin_name = "schedlab burst",
     about = "TCP echo burst client: one round-trip time per line, in microseconds",
-    after_help = "SIZE: a bare number is KiB like the seed's test-burst (64 = 64 KiB); with a unit: 1B = 1 byte, 4K, 1M.\nRTTs go to stdout, one integer per line; the summary goes to stderr."
+    after_help = "SIZE: a bare number is KiB like the seed's test-burst (64 = 64 KiB); with a unit: 1B = 1 byte, 4K, 1M.\nRTTs go to stdout, one integer per line; the summary goes to stderr.\nWith --target: several servers in one run, rounds interleaved (each round visits every target, in an order\nrotated every round and reversed every other cycle); stdout lines are `TARGET RTT` (ADDR is target 1, the\n--target addresses 2, 3, ...); per target the summary and client cost, and its p50/p99 over target 1's."
 )]
 pub struct BurstArgs {
-    /// Echo server, IP:PORT.
+    /// Echo server, IP:PORT (target 1).
     addr: String,
+    /// Another echo server measured in the same run, rounds interleaved with the others' (repeatable).
+    #[arg(long = "target", value_name = "IP:PORT")]
+    targets: Vec<String>,
     /// Burst size: 64 (KiB), 1B, 4K, 1M.
     #[arg(value_parser = parse_size)]
     size: Size,
@@ -272,17 +275,10 @@ pub struct BurstArgs {
     json: Option<PathBuf>,
 }
 
+/// What `--json` writes for one target.
 #[derive(Serialize)]
-struct BurstJson {
-    machine: MachineInfo,
-    thread: ThreadInfo,
+struct TargetJson {
     addr: String,
-    size_bytes: u64,
-    rounds: u64,
-    warmup: u64,
-    mode: ClientMode,
-    spin: bool,
-    interrupted: bool,
     sndbuf_bytes: usize,
     rcvbuf_bytes: usize,
     busy_poll_us: Option<u32>,
@@ -292,10 +288,41 @@ struct BurstJson {
     client_cost: client::ClientCost,
     rtt_us: Summary,
     rtt_samples_us: Vec<f64>,
+    /// This target's p50 and p99 over target 1's, same run (several targets only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ratio_to_first: Option<RatioJson>,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct RatioJson {
+    p50: f64,
+    p99: f64,
+}
+
+#[derive(Serialize)]
+struct BurstJson {
+    machine: MachineInfo,
+    thread: ThreadInfo,
+    size_bytes: u64,
+    rounds: u64,
+    warmup: u64,
+    mode: ClientMode,
+    spin: bool,
+    interrupted: bool,
+    /// One target: its fields at the top level, as before.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    single: Option<TargetJson>,
+    /// Several targets: one entry each, in the order given (ADDR first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    targets: Vec<TargetJson>,
 }
 
 fn burst(a: BurstArgs) -> Result<i32> {
     let addr = parse_addr(&a.addr)?;
+    let mut addrs = vec![addr];
+    for t in &a.targets {
+        addrs.push(parse_addr(t)?);
+    }
     if let Some(cpu) = a.cpu {
         schedlab_report::machine::pin_current_thread(cpu).with_context(|| format!("cannot pin to CPU {cpu}"))?;
     }
@@ -311,58 +338,79 @@ fn burst(a: BurstArgs) -> Result<i32> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let quiet = a.quiet;
-    let res = client::run(&cfg, stop, |ns| {
-        if !quiet {
-            let _ = writeln!(out, "{}", ns / 1000);
-        }
-    });
+    let multi = addrs.len() > 1;
+    let res = if multi {
+        client::run_targets(&cfg, &addrs, stop, |i, ns| {
+            if !quiet {
+                let _ = writeln!(out, "{} {}", i + 1, ns / 1000);
+            }
+        })
+    } else {
+        client::run(&cfg, stop, |ns| {
+            if !quiet {
+                let _ = writeln!(out, "{}", ns / 1000);
+            }
+        })
+        .map(|r| vec![r])
+    };
     out.flush().context("writing RTTs to stdout")?;
     drop(out);
-    let r = res.with_context(|| format!("burst of {} to {addr}", a.size))?;
-    let us: Vec<f64> = r.rtt_ns.iter().map(|&n| n as f64 / 1000.0).collect();
-    let s = Summary::of_f64(&us);
+    let results = res.with_context(|| {
+        let to: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+        format!("burst of {} to {}", a.size, to.join(", "))
+    })?;
     let thread = ThreadInfo::current();
-    eprintln!(
-        "burst {} x {} rounds ({} warm-up, {} mode{}) to {addr} from {}, CPU {}: {} bytes echoed and verified",
-        a.size,
-        us.len(),
-        a.warmup,
-        a.mode,
-        if a.spin { ", spinning" } else { "" },
-        r.local_addr,
-        thread.cpu,
-        r.bytes_verified
-    );
-    eprintln!("rtt_us {}", s.line("us"));
-    let c = &r.cost;
-    eprintln!(
-        "client cost per round: {:.1} us CPU (user {:.1}, system {:.1}), {:.1} system calls, {:.1} idle spins; checking the echo {:.1} us, of it {:.1} us inside the timed span; congestion control {}",
-        c.cpu_us_per_round,
-        c.user_us_per_round,
-        c.sys_us_per_round,
-        c.syscalls_per_round,
-        c.idle_spins_per_round,
-        c.verify_us_per_round,
-        c.verify_in_span_us_per_round,
-        r.congestion
-    );
-    if let Some(bp) = r.busy_poll_us {
-        eprintln!("client {}", server::busy_poll_note(bp, r.napi_id));
-    }
-    if r.interrupted {
-        eprintln!("interrupted: {} of {} rounds done", us.len(), a.rounds);
-    }
-    if let Some(p) = &a.json {
-        let j = BurstJson {
-            machine: MachineInfo::collect(),
-            thread,
+    let mut first: Option<Summary> = None;
+    let mut targets = Vec::with_capacity(results.len());
+    let interrupted = results.iter().any(|r| r.interrupted);
+    for (i, (r, addr)) in results.into_iter().zip(&addrs).enumerate() {
+        let us: Vec<f64> = r.rtt_ns.iter().map(|&n| n as f64 / 1000.0).collect();
+        let s = Summary::of_f64(&us);
+        let prefix = if multi { format!("target {}: ", i + 1) } else { String::new() };
+        eprintln!(
+            "{prefix}burst {} x {} rounds ({} warm-up, {} mode{}) to {addr} from {}, CPU {}: {} bytes echoed and verified",
+            a.size,
+            us.len(),
+            a.warmup,
+            a.mode,
+            if a.spin { ", spinning" } else { "" },
+            r.local_addr,
+            thread.cpu,
+            r.bytes_verified
+        );
+        eprintln!("{prefix}rtt_us {}", s.line("us"));
+        let c = &r.cost;
+        eprintln!(
+            "{prefix}client cost per round: {:.1} us CPU (user {:.1}, system {:.1}{}), {:.1} system calls, {:.1} idle spins; checking the echo {:.1} us, of it {:.1} us inside the timed span; congestion control {}",
+            c.cpu_us_per_round,
+            c.user_us_per_round,
+            c.sys_us_per_round,
+            if multi { ", split as the whole run's" } else { "" },
+            c.syscalls_per_round,
+            c.idle_spins_per_round,
+            c.verify_us_per_round,
+            c.verify_in_span_us_per_round,
+            r.congestion
+        );
+        if let Some(bp) = r.busy_poll_us {
+            eprintln!("{prefix}client {}", server::busy_poll_note(bp, r.napi_id));
+        }
+        let ratio_to_first = match &first {
+            Some(f) if multi => {
+                let ratio = RatioJson { p50: s.p50 / f.p50, p99: s.p99 / f.p99 };
+                eprintln!("{prefix}over target 1, same run (rounds interleaved): p50 {:.3}, p99 {:.3}", ratio.p50, ratio.p99);
+                Some(ratio)
+            }
+            _ => None,
+        };
+        if first.is_none() {
+            first = Some(s);
+        }
+        if interrupted && (!multi || i == 0) {
+            eprintln!("interrupted: {} of {} rounds done", us.len(), a.rounds);
+        }
+        targets.push(TargetJson {
             addr: addr.to_string(),
-            size_bytes: a.size.bytes(),
-            rounds: a.rounds,
-            warmup: a.warmup,
-            mode: cfg.mode,
-            spin: cfg.spin,
-            interrupted: r.interrupted,
             sndbuf_bytes: r.sndbuf_bytes,
             rcvbuf_bytes: r.rcvbuf_bytes,
             busy_poll_us: r.busy_poll_us,
@@ -372,10 +420,25 @@ fn burst(a: BurstArgs) -> Result<i32> {
             client_cost: r.cost,
             rtt_us: s,
             rtt_samples_us: us,
+            ratio_to_first,
+        });
+    }
+    if let Some(p) = &a.json {
+        let j = BurstJson {
+            machine: MachineInfo::collect(),
+            thread,
+            size_bytes: a.size.bytes(),
+            rounds: a.rounds,
+            warmup: a.warmup,
+            mode: cfg.mode,
+            spin: cfg.spin,
+            interrupted,
+            single: if multi { None } else { targets.pop() },
+            targets,
         };
         schedlab_report::export::write_json(p, &j)?;
     }
-    Ok(if r.interrupted { 130 } else { 0 })
+    Ok(if interrupted { 130 } else { 0 })
 }
 
 #[derive(Parser, Debug)]

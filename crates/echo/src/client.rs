@@ -275,92 +275,235 @@ impl Rx {
     }
 }
 
+/// One connection of a run: the socket, what the kernel granted, and what was measured on it.
+struct Conn {
+    cfg: BurstConfig,
+    stream: TcpStream,
+    local_addr: String,
+    sndbuf_bytes: usize,
+    rcvbuf_bytes: usize,
+    busy_poll_us: Option<u32>,
+    congestion: String,
+    rx: Rx,
+    counts: Counts,
+    rtt_ns: Vec<u64>,
+    bytes_verified: u64,
+    /// Thread CPU time (user, system) spent on this connection's measured rounds, ns.
+    cpu_ns: (u64, u64),
+    /// Several targets: thread CPU time (CLOCK_THREAD_CPUTIME_ID) of this connection's measured
+    /// rounds, ns; split into user and system in the proportion of the whole run.
+    cpu_clock_ns: u64,
+}
+
+impl Conn {
+    /// Connects to `cfg.addr` and sets the socket up as test-burst does.
+    fn open(cfg: BurstConfig) -> Result<Conn, EchoError> {
+        let stream = TcpStream::connect_timeout(&cfg.addr, cfg.timeout)
+            .map_err(|e| EchoError::io(format!("cannot connect to {} (is an echo server listening there?)", cfg.addr), e))?;
+        let fd = stream.as_raw_fd();
+        sys::set_nodelay(fd).ctx(|| "setting TCP_NODELAY")?;
+        if let Some(cc) = &cfg.congestion {
+            if let Err(e) = sys::set_congestion(fd, cc) {
+                eprintln!("warning: cannot set TCP_CONGESTION={cc} ({e}); see /proc/sys/net/ipv4/tcp_available_congestion_control; keeping the system default");
+            }
+        }
+        let congestion = sys::congestion(fd).unwrap_or_default();
+        let busy_poll_us = match cfg.busy_poll_us {
+            Some(us) => Some(
+                sys::set_busy_poll(fd, us).ctx(|| format!("setting SO_BUSY_POLL={us}us (needs CAP_NET_ADMIN: run as root)"))?,
+            ),
+            None => None,
+        };
+        // Like test-burst: ask for twice the burst, within the system's limits (rmem_max/wmem_max).
+        let (sndbuf_bytes, rcvbuf_bytes) = sys::set_buffers_plain(fd, 2 * cfg.size.len());
+        // A blocking receive never waits longer than a round may take.
+        sys::set_timeout(fd, libc::SO_RCVTIMEO, cfg.timeout).ctx(|| "setting SO_RCVTIMEO")?;
+        let local_addr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let n = cfg.size.len();
+        let rtt_ns = Vec::with_capacity(cfg.rounds.min(1 << 20) as usize);
+        Ok(Conn {
+            stream,
+            local_addr,
+            sndbuf_bytes,
+            rcvbuf_bytes,
+            busy_poll_us,
+            congestion,
+            rx: Rx { ring: sys::AlignedBuf::zeroed(RING.min(n)), checked: 0, verify_ns: 0, verify_in_span_ns: 0 },
+            counts: Counts::default(),
+            rtt_ns,
+            bytes_verified: 0,
+            cpu_ns: (0, 0),
+            cpu_clock_ns: 0,
+            cfg,
+        })
+    }
+
+    /// Forgets the warm-up's counts: what follows is measured.
+    fn start_measuring(&mut self) {
+        self.rx.verify_ns = 0;
+        self.rx.verify_in_span_ns = 0;
+        self.counts = Counts::default();
+    }
+
+    fn result(self, interrupted: bool) -> BurstResult {
+        let measured = self.rtt_ns.len().max(1) as f64;
+        let per = |ns: u64| ns as f64 / 1000.0 / measured;
+        let (u, s) = self.cpu_ns;
+        let cost = if self.rtt_ns.is_empty() {
+            ClientCost::default()
+        } else {
+            ClientCost {
+                cpu_us_per_round: per(u + s),
+                user_us_per_round: per(u),
+                sys_us_per_round: per(s),
+                verify_us_per_round: per(self.rx.verify_ns),
+                verify_in_span_us_per_round: per(self.rx.verify_in_span_ns),
+                syscalls_per_round: self.counts.syscalls as f64 / measured,
+                idle_spins_per_round: self.counts.spins as f64 / measured,
+            }
+        };
+        let napi_id = self.busy_poll_us.and_then(|_| sys::napi_id(self.stream.as_raw_fd()).ok());
+        BurstResult {
+            rtt_ns: self.rtt_ns,
+            local_addr: self.local_addr,
+            sndbuf_bytes: self.sndbuf_bytes,
+            rcvbuf_bytes: self.rcvbuf_bytes,
+            busy_poll_us: self.busy_poll_us,
+            napi_id,
+            interrupted,
+            bytes_verified: self.bytes_verified,
+            congestion: self.congestion,
+            cost,
+        }
+    }
+}
+
 /// Connects, runs `warmup + rounds` rounds and calls `on_rtt` with each measured RTT (ns).
 /// Stops early (with `interrupted`) when `stop` becomes true.
 pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) -> Result<BurstResult, EchoError> {
-    let stream = TcpStream::connect_timeout(&cfg.addr, cfg.timeout)
-        .map_err(|e| EchoError::io(format!("cannot connect to {} (is an echo server listening there?)", cfg.addr), e))?;
-    let fd = stream.as_raw_fd();
-    sys::set_nodelay(fd).ctx(|| "setting TCP_NODELAY")?;
-    if let Some(cc) = &cfg.congestion {
-        if let Err(e) = sys::set_congestion(fd, cc) {
-            eprintln!("warning: cannot set TCP_CONGESTION={cc} ({e}); see /proc/sys/net/ipv4/tcp_available_congestion_control; keeping the system default");
-        }
-    }
-    let congestion = sys::congestion(fd).unwrap_or_default();
-    let busy_poll_us = match cfg.busy_poll_us {
-        Some(us) => {
-            Some(sys::set_busy_poll(fd, us).ctx(|| format!("setting SO_BUSY_POLL={us}us (needs CAP_NET_ADMIN: run as root)"))?)
-        }
-        None => None,
-    };
-    // Like test-burst: ask for twice the burst, within the system's limits (rmem_max/wmem_max).
-    let (sndbuf_bytes, rcvbuf_bytes) = sys::set_buffers_plain(fd, 2 * cfg.size.len());
-    // A blocking receive never waits longer than a round may take.
-    sys::set_timeout(fd, libc::SO_RCVTIMEO, cfg.timeout).ctx(|| "setting SO_RCVTIMEO")?;
-    let local_addr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let mut c = Conn::open(cfg.clone())?;
     if !cfg.settle.is_zero() {
         sleep_unless(stop, cfg.settle);
     }
-    let n = cfg.size.len();
     let pat = Pattern::new();
-    let mut rx = Rx { ring: sys::AlignedBuf::zeroed(RING.min(n)), checked: 0, verify_ns: 0, verify_in_span_ns: 0 };
-    let mut rtt_ns = Vec::with_capacity(cfg.rounds.min(1 << 20) as usize);
     let mut interrupted = false;
-    let mut bytes_verified = 0u64;
-    let mut counts = Counts::default();
     // The iovecs of every send, set up once: filling (or zeroing) 256 entries per sendmsg cost
     // a 4 KiB memset per call, 0.7% of the client's CPU at 1 KiB (perf record).
     let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOVS];
     let mut start = None;
+    let fd = c.stream.as_raw_fd();
     for round in 0..cfg.warmup + cfg.rounds {
         if stop.load(Ordering::SeqCst) {
             interrupted = true;
             break;
         }
         if round == cfg.warmup {
-            rx.verify_ns = 0;
-            rx.verify_in_span_ns = 0;
-            counts = Counts::default();
-            start = Some((sys::thread_times(), Instant::now()));
+            c.start_measuring();
+            start = Some(sys::thread_times());
         }
-        let ns = one_round(fd, cfg, round, &pat, &mut rx, &mut iov, &mut counts)?;
-        bytes_verified += n as u64;
+        let ns = one_round(fd, &c.cfg, round, &pat, &mut c.rx, &mut iov, &mut c.counts)?;
+        c.bytes_verified += cfg.size.len() as u64;
         if round >= cfg.warmup {
-            rtt_ns.push(ns);
+            c.rtt_ns.push(ns);
             on_rtt(ns);
         }
     }
-    let measured = rtt_ns.len().max(1) as f64;
-    let cost = match start {
-        Some(((u0, s0), _)) => {
-            let (u1, s1) = sys::thread_times();
-            let per = |ns: u64| ns as f64 / 1000.0 / measured;
-            ClientCost {
-                cpu_us_per_round: per((u1 + s1).saturating_sub(u0 + s0)),
-                user_us_per_round: per(u1.saturating_sub(u0)),
-                sys_us_per_round: per(s1.saturating_sub(s0)),
-                verify_us_per_round: per(rx.verify_ns),
-                verify_in_span_us_per_round: per(rx.verify_in_span_ns),
-                syscalls_per_round: counts.syscalls as f64 / measured,
-                idle_spins_per_round: counts.spins as f64 / measured,
+    // One target: the CPU time of the whole measured span (no extra system calls between rounds).
+    if let Some((u0, s0)) = start {
+        let (u1, s1) = sys::thread_times();
+        c.cpu_ns = (u1.saturating_sub(u0), s1.saturating_sub(s0));
+    }
+    Ok(c.result(interrupted))
+}
+
+/// The order in which round `round` visits `k` targets: the rotation of `0..k` by `round`, and
+/// reversed every other cycle of `k` rounds. Over `2k` rounds every target takes every place
+/// in the order equally often, and no target always follows the same one.
+pub fn target_order(round: u64, k: usize) -> impl Iterator<Item = usize> {
+    let rot = (round % k as u64) as usize;
+    let rev = (round / k as u64) % 2 == 1;
+    (0..k).map(move |j| {
+        let j = if rev { k - 1 - j } else { j };
+        (j + rot) % k
+    })
+}
+
+/// Several echo servers in one run: connects to every address of `targets` (in order; each
+/// with `cfg`'s settings), pauses `cfg.settle` once, then runs `warmup + rounds` rounds on each
+/// connection, interleaved round by round in [`target_order`], so that the targets are measured
+/// within microseconds to milliseconds of each other and a slow phase of the machine hits all of
+/// them alike. Every byte of every echo is checked. `on_rtt(target, ns)` gets each measured RTT.
+/// The client CPU time is taken around each round and charged to its target (its user/system
+/// split is the whole run's). Errors name the
+/// target ([`EchoError::Target`]).
+pub fn run_targets(
+    cfg: &BurstConfig,
+    targets: &[SocketAddr],
+    stop: &AtomicBool,
+    mut on_rtt: impl FnMut(usize, u64),
+) -> Result<Vec<BurstResult>, EchoError> {
+    let named = |i: usize, err: EchoError| EchoError::Target { index: i + 1, addr: targets[i].to_string(), err: Box::new(err) };
+    let mut conns = Vec::with_capacity(targets.len());
+    for (i, &addr) in targets.iter().enumerate() {
+        let mut c = cfg.clone();
+        c.addr = addr;
+        conns.push(Conn::open(c).map_err(|e| named(i, e))?);
+    }
+    if !cfg.settle.is_zero() {
+        sleep_unless(stop, cfg.settle);
+    }
+    let pat = Pattern::new();
+    let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOVS];
+    let mut interrupted = false;
+    let mut start = None;
+    'rounds: for round in 0..cfg.warmup + cfg.rounds {
+        if round == cfg.warmup {
+            start = Some(sys::thread_times());
+        }
+        for i in target_order(round, conns.len()) {
+            if stop.load(Ordering::SeqCst) {
+                interrupted = true;
+                break 'rounds;
+            }
+            let c = &mut conns[i];
+            if round == cfg.warmup {
+                c.start_measuring();
+            }
+            let t0 = thread_cpu_ns();
+            let ns = one_round(c.stream.as_raw_fd(), &c.cfg, round, &pat, &mut c.rx, &mut iov, &mut c.counts)
+                .map_err(|e| named(i, e))?;
+            c.bytes_verified += cfg.size.len() as u64;
+            if round >= cfg.warmup {
+                c.cpu_clock_ns += thread_cpu_ns().saturating_sub(t0);
+                c.rtt_ns.push(ns);
+                on_rtt(i, ns);
             }
         }
-        None => ClientCost::default(),
-    };
-    let napi_id = busy_poll_us.and_then(|_| sys::napi_id(fd).ok());
-    Ok(BurstResult {
-        rtt_ns,
-        local_addr,
-        sndbuf_bytes,
-        rcvbuf_bytes,
-        busy_poll_us,
-        napi_id,
-        interrupted,
-        bytes_verified,
-        congestion,
-        cost,
-    })
+    }
+    // getrusage's user/system split is tick-based: exact over a run, not per round. Each
+    // target's CPU time is measured per round (thread CPU clock) and split like the whole run.
+    if let Some((u0, s0)) = start {
+        let (u1, s1) = sys::thread_times();
+        let (u, s) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
+        let user_share = if u + s > 0 { u as f64 / (u + s) as f64 } else { 0.0 };
+        for c in &mut conns {
+            let user = (c.cpu_clock_ns as f64 * user_share).round() as u64;
+            c.cpu_ns = (user, c.cpu_clock_ns - user.min(c.cpu_clock_ns));
+        }
+    }
+    Ok(conns.into_iter().map(|c| c.result(interrupted)).collect())
+}
+
+/// CPU time of the calling thread, ns (`CLOCK_THREAD_CPUTIME_ID`: exact, unlike getrusage's
+/// tick-based split).
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: a zeroed timespec is a valid out-buffer.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: ts is live; clock_gettime writes one timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[derive(Default)]
@@ -623,6 +766,150 @@ mod tests {
         let err = run(&cfg, &AtomicBool::new(false), |_| {}).unwrap_err();
         t.join().unwrap();
         assert!(matches!(err, EchoError::Mismatch { round: 0, offset: 42, .. }), "{err}");
+    }
+
+    /// An in-process echo server on its own thread that echoes `limit` bytes (then closes), each
+    /// read after `delay`, and flips the byte at stream offset `corrupt` if given; after `limit`
+    /// bytes it closes its sending side.
+    fn test_server(delay: Duration, limit: usize, corrupt: Option<usize>) -> (SocketAddr, std::thread::JoinHandle<()>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            let mut done = 0usize;
+            while done < limit {
+                let k = match s.read(&mut buf[..(limit - done).min(1 << 16)]) {
+                    Ok(0) | Err(_) => return,
+                    Ok(k) => k,
+                };
+                if !delay.is_zero() {
+                    std::thread::sleep(delay);
+                }
+                if let Some(c) = corrupt.filter(|&c| (done..done + k).contains(&c)) {
+                    buf[c - done] ^= 0x20;
+                }
+                if s.write_all(&buf[..k]).is_err() {
+                    return;
+                }
+                done += k;
+            }
+            // Close the sending side only (a FIN, not a reset), and read until the client goes.
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            while matches!(s.read(&mut buf), Ok(k) if k > 0) {}
+        });
+        (addr, t)
+    }
+
+    #[test]
+    fn target_order_is_balanced() {
+        for k in 1..6usize {
+            let mut place = vec![vec![0u32; k]; k];
+            let mut after = vec![vec![0u32; k]; k];
+            let mut last = None;
+            for round in 0..(2 * k as u64) {
+                let o: Vec<usize> = target_order(round, k).collect();
+                let mut sorted = o.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..k).collect::<Vec<_>>(), "round {round}: every target once");
+                for (j, &t) in o.iter().enumerate() {
+                    place[t][j] += 1;
+                    if let Some(p) = last {
+                        after[t][p] += 1;
+                    }
+                    last = Some(t);
+                }
+            }
+            assert!(place.iter().flatten().all(|&n| n == 2), "k={k}: every target twice in every place: {place:?}");
+            if k == 2 {
+                assert_eq!(target_order(0, 2).collect::<Vec<_>>(), [0, 1]);
+                assert_eq!(target_order(1, 2).collect::<Vec<_>>(), [1, 0]);
+            }
+        }
+    }
+
+    /// Two targets in one run, one of them 300 us slower per read: its RTTs (and its ratio
+    /// over the first) come out higher, every byte of both is verified, and each connection's
+    /// RTTs are reported under its own index.
+    #[test]
+    fn interleaved_targets_measure_each_server() {
+        let rounds = 40u64;
+        let size = 4096usize;
+        let (fast, tf) = test_server(Duration::ZERO, usize::MAX, None);
+        let (slow, ts) = test_server(Duration::from_micros(300), usize::MAX, None);
+        let mut cfg = BurstConfig::new(fast, Size(size as u64), rounds);
+        cfg.warmup = 2;
+        let mut seen = [0u64; 2];
+        let res = run_targets(&cfg, &[fast, slow], &AtomicBool::new(false), |i, _| seen[i] += 1).unwrap();
+        assert_eq!(seen, [rounds, rounds]);
+        assert_eq!(res.len(), 2);
+        for r in &res {
+            assert_eq!(r.rtt_ns.len() as u64, rounds);
+            assert_eq!(r.bytes_verified, (rounds + 2) * size as u64);
+            assert!(!r.interrupted);
+            assert!(r.cost.syscalls_per_round >= 2.0, "{:?}", r.cost);
+        }
+        let med = |v: &[u64]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        let (a, b) = (med(&res[0].rtt_ns), med(&res[1].rtt_ns));
+        assert!(b > a + 200_000, "the delayed server's median RTT {b} ns is not 300 us above {a} ns");
+        drop(res);
+        tf.join().unwrap();
+        ts.join().unwrap();
+    }
+
+    /// A wrong byte from the second target is a mismatch that names it.
+    #[test]
+    fn interleaved_targets_check_every_byte() {
+        let size = 1000usize;
+        let (good, tg) = test_server(Duration::ZERO, usize::MAX, None);
+        let (bad, tb) = test_server(Duration::ZERO, usize::MAX, Some(5 * size + 17));
+        let cfg = BurstConfig::new(good, Size(size as u64), 10);
+        let err = run_targets(&cfg, &[good, bad], &AtomicBool::new(false), |_, _| {}).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(&err, EchoError::Target { index: 2, err, .. } if matches!(**err, EchoError::Mismatch { round: 5, offset: 17, .. })),
+            "{msg}"
+        );
+        assert!(msg.starts_with(&format!("target 2 ({bad}): echo mismatch in round 5 at byte 17")), "{msg}");
+        tg.join().unwrap();
+        tb.join().unwrap();
+    }
+
+    /// A target that closes the connection in the middle of the run is an error naming it.
+    #[test]
+    fn a_target_that_closes_early_is_named() {
+        let size = 1000usize;
+        let (good, tg) = test_server(Duration::ZERO, usize::MAX, None);
+        let (early, te) = test_server(Duration::ZERO, 3 * size + 10, None);
+        let cfg = BurstConfig::new(good, Size(size as u64), 10);
+        let err = run_targets(&cfg, &[early, good], &AtomicBool::new(false), |_, _| {}).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(&err, EchoError::Target { index: 1, err, .. } if matches!(**err, EchoError::Closed { round: 3, got: 10, .. })),
+            "{msg}"
+        );
+        assert!(msg.contains(&format!("target 1 ({early}): the server closed the connection in round 3")), "{msg}");
+        tg.join().unwrap();
+        te.join().unwrap();
+    }
+
+    /// A target where nothing listens is named before any round runs.
+    #[test]
+    fn an_unreachable_target_is_named() {
+        let (good, tg) = test_server(Duration::ZERO, usize::MAX, None);
+        let dead = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let cfg = BurstConfig::new(good, Size(10), 1);
+        let err = run_targets(&cfg, &[good, dead], &AtomicBool::new(false), |_, _| {}).unwrap_err();
+        assert!(err.to_string().starts_with(&format!("target 2 ({dead}): cannot connect to {dead}")), "{err}");
+        tg.join().unwrap();
     }
 
     /// A server that swallows data makes the round time out rather than hang.

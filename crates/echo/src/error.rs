@@ -33,6 +33,9 @@ pub enum EchoError {
     /// A round did not finish in time.
     #[error("round {round} timed out after {secs:.1} s with {sent} of {size} bytes sent and {got} received{hint}")]
     Timeout { round: u64, secs: f64, sent: usize, got: usize, size: usize, hint: &'static str },
+    /// Something went wrong with one of several targets of a run (1-based, in the order given).
+    #[error("target {index} ({addr}): {err}")]
+    Target { index: usize, addr: String, err: Box<EchoError> },
 }
 
 impl EchoError {
