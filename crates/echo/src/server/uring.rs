@@ -32,7 +32,9 @@ const SEND: u64 = 4;
 const CANCEL: u64 = 5;
 const POLL: u64 = 6;
 /// A send linked to the receive behind it; completes visibly only when it fails or falls short
-/// (`IOSQE_CQE_SKIP_SUCCESS`), and is not counted in flight.
+/// (`IOSQE_CQE_SKIP_SUCCESS`). The pair counts as one request in flight: either the receive
+/// completes (the send went out in full) or the send does (failed; the kernel then cancels the
+/// receive without a completion, `REQ_F_SKIP_LINK_CQES`).
 const SENDL: u64 = 7;
 
 /// `IORING_RECVSEND_POLL_FIRST`: the receive behind a send arms its poll without first trying a
@@ -98,10 +100,6 @@ struct CopyState {
     recv_off: usize,
     /// Bytes of the linked send in flight ahead of the receive (0: none).
     linked: usize,
-    /// The linked send's failure completion (its result: bytes it sent, or -errno).
-    send_fail: Option<i32>,
-    /// The receive behind a failed linked send was cancelled (`-ECANCELED`).
-    recv_cancelled: bool,
     /// `auto`: move to splice once the current chunk is out.
     switch: bool,
 }
@@ -115,8 +113,6 @@ impl CopyState {
             sent: 0,
             recv_off: 0,
             linked: 0,
-            send_fail: None,
-            recv_cancelled: false,
             switch: false,
         }
     }
@@ -323,34 +319,16 @@ impl Loop {
                         }
                     }
                     SENDL => {
-                        // Not counted in flight: only a failed or short linked send completes.
-                        inflight += 1;
-                        let Some(conn) = conns[slot].as_mut() else { continue };
-                        let Path::Copy(cs) = &mut conn.path else { continue };
-                        cs.send_fail = Some(res);
-                        if cs.recv_cancelled {
-                            match self.link_failed(&mut conns, slot) {
-                                None => inflight += 1,
-                                Some(r) => close(&sh, &mut conns, &mut free, slot, r),
-                            }
+                        // A linked send failed or fell short; the receive behind it is gone.
+                        match self.link_failed(&mut conns, slot, res) {
+                            None => inflight += 1,
+                            Some(r) => close(&sh, &mut conns, &mut free, slot, r),
                         }
                     }
                     RECV => {
                         let Some(conn) = conns[slot].as_mut() else { continue };
                         let Path::Copy(cs) = &mut conn.path else { continue };
-                        if res == -libc::ECANCELED && cs.linked > 0 {
-                            // The linked send ahead of it failed or fell short; its own
-                            // completion (before or after this one) says how far it got.
-                            cs.recv_cancelled = true;
-                            if cs.send_fail.is_some() {
-                                match self.link_failed(&mut conns, slot) {
-                                    None => inflight += 1,
-                                    Some(r) => close(&sh, &mut conns, &mut free, slot, r),
-                                }
-                            }
-                            continue;
-                        }
-                        // Any other outcome: the linked send ahead of it went out in full.
+                        // The linked send ahead of it, if any, went out in full.
                         conn.bytes += cs.linked as u64;
                         cs.linked = 0;
                         if res > 0 {
@@ -484,13 +462,12 @@ impl Loop {
         self.push(recv);
     }
 
-    /// A linked send failed or fell short and the receive behind it was cancelled: sends the
-    /// rest alone (or, after an error, returns how the connection ends).
-    fn link_failed(&mut self, conns: &mut [Option<Conn>], slot: usize) -> Option<io::Result<()>> {
-        let c = conns[slot].as_mut().expect("live slot");
-        let Path::Copy(cs) = &mut c.path else { unreachable!("link on a splice connection") };
-        let res = cs.send_fail.take().expect("the send's completion arrived");
-        cs.recv_cancelled = false;
+    /// A linked send failed or fell short (`res`: the bytes it sent, or -errno) and the receive
+    /// behind it was cancelled: sends the rest alone (or, after an error, returns how the
+    /// connection ends).
+    fn link_failed(&mut self, conns: &mut [Option<Conn>], slot: usize, res: i32) -> Option<io::Result<()>> {
+        let c = conns[slot].as_mut().expect("a linked send's connection lives until it completes");
+        let Path::Copy(cs) = &mut c.path else { unreachable!("linked send on a splice connection") };
         cs.linked = 0;
         if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
             return Some(Err(io::Error::from_raw_os_error(-res)));
@@ -571,5 +548,149 @@ fn close(sh: &Shared, conns: &mut [Option<Conn>], free: &mut Vec<usize>, slot: u
         drop(c);
         free.push(slot);
         sh.finish(rep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use crate::server::{Mode, Server, ServerConfig, UringData};
+
+    fn start(data: UringData) -> Option<Server> {
+        if let Err(e) = Mode::IoUring.probe() {
+            eprintln!("SKIP: {e}");
+            return None;
+        }
+        let mut cfg = ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap());
+        cfg.uring_data = data;
+        Some(Server::start(cfg).unwrap())
+    }
+
+    /// The byte at stream position `i`: a pattern that a reordered, lost or repeated chunk breaks.
+    fn byte(i: u64) -> u8 {
+        (i ^ (i >> 8) ^ (i >> 16).wrapping_mul(7)) as u8
+    }
+
+    fn pattern(from: u64, n: usize) -> Vec<u8> {
+        (from..from + n as u64).map(byte).collect()
+    }
+
+    /// Reads exactly `n` bytes and checks them against the pattern from `from`.
+    fn read_checked(s: &mut TcpStream, from: u64, n: usize) {
+        let mut b = vec![0u8; n];
+        s.read_exact(&mut b).unwrap_or_else(|e| panic!("reading {n} bytes at {from}: {e}"));
+        if let Some(k) = (0..n).find(|&k| b[k] != byte(from + k as u64)) {
+            panic!("wrong byte at stream position {}", from + k as u64);
+        }
+    }
+
+    /// 1 KiB rounds, then 8 MiB streamed, then 1 KiB rounds again, on one connection.
+    fn small_large_small(s: &mut TcpStream) -> u64 {
+        let mut pos = 0u64;
+        for _ in 0..50 {
+            s.write_all(&pattern(pos, 1000)).unwrap();
+            read_checked(s, pos, 1000);
+            pos += 1000;
+        }
+        let big = 8usize << 20;
+        let mut w = s.try_clone().unwrap();
+        let from = pos;
+        let writer = std::thread::spawn(move || w.write_all(&pattern(from, big)));
+        read_checked(s, pos, big);
+        writer.join().unwrap().unwrap();
+        pos += big as u64;
+        for _ in 0..50 {
+            s.write_all(&pattern(pos, 1000)).unwrap();
+            read_checked(s, pos, 1000);
+            pos += 1000;
+        }
+        s.shutdown(Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{} bytes after the last round", rest.len());
+        pos
+    }
+
+    fn finished(srv: &Server, n: usize) {
+        let t = Instant::now();
+        while srv.finished_connections() < n && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// `auto`: the small rounds are copied, the stream moves the connection to splice (a receive
+    /// fills the buffer), and every byte comes back once and in order across the switch.
+    #[test]
+    fn auto_switches_to_splice_and_keeps_the_bytes_in_order() {
+        let Some(srv) = start(UringData::Auto) else { return };
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let total = small_large_small(&mut s);
+        finished(&srv, 1);
+        let rep = srv.shutdown();
+        let d = rep.uring_data.as_ref().unwrap();
+        assert_eq!((d.requested, d.spliced, d.copied, d.switched), (UringData::Auto, 0, 0, 1), "{rep}");
+        assert_eq!(rep.bytes_echoed, total, "{rep}");
+        let c = &rep.connections[0];
+        assert_eq!(c.end, "closed by peer");
+        let note = c.note.as_deref().expect("a switched connection says so");
+        let copied: u64 = note.strip_prefix("copied the first ").and_then(|r| r.split(' ').next()?.parse().ok()).unwrap();
+        // The 1 KiB rounds were copied; the switch came in the stream, at a chunk boundary.
+        assert!((50_000..total - 50_000).contains(&copied), "{note}");
+    }
+
+    /// `copy` and `splice` on the same traffic: no switch, and the report says so.
+    #[test]
+    fn copy_and_splice_stay_on_their_path() {
+        for data in [UringData::Copy, UringData::Splice] {
+            let Some(srv) = start(data) else { return };
+            let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let total = small_large_small(&mut s);
+            finished(&srv, 1);
+            let rep = srv.shutdown();
+            let d = rep.uring_data.as_ref().unwrap();
+            let want = if data == UringData::Copy { (0, 1, 0) } else { (1, 0, 0) };
+            assert_eq!((d.spliced, d.copied, d.switched), want, "{rep}");
+            assert_eq!(rep.bytes_echoed, total, "{data}: {rep}");
+            assert!(rep.connections[0].note.is_none(), "{data}: {rep}");
+        }
+    }
+
+    /// A client that sends without reading leaves the server's (linked) send waiting for room;
+    /// stopping the server then fails that send, cancels the receive linked behind it, and ends
+    /// the connection at once, with every request accounted for.
+    #[test]
+    fn a_send_stuck_on_a_client_that_does_not_read_ends_on_shutdown() {
+        for data in UringData::ALL {
+            let Some(srv) = start(data) else { return };
+            let s = TcpStream::connect(srv.local_addr()).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut w = s.try_clone().unwrap();
+            let writer = std::thread::spawn(move || {
+                let chunk = pattern(0, 1 << 20);
+                let mut sent = 0u64;
+                while sent < 64 << 20 && w.write_all(&chunk).is_ok() {
+                    sent += chunk.len() as u64;
+                }
+                sent
+            });
+            // Until the server's echo has filled the client's receive buffer and its own send
+            // buffer and the client's writes stall.
+            std::thread::sleep(Duration::from_millis(500));
+            let t = Instant::now();
+            let rep = srv.shutdown();
+            let took = t.elapsed();
+            drop(s);
+            let sent = writer.join().unwrap();
+            assert!(took < Duration::from_secs(4), "{data}: shutdown took {took:?}");
+            assert_eq!(rep.connections.len(), 1, "{data}: {rep}");
+            assert_eq!(rep.connections[0].end, "server shutdown", "{data}: {rep}");
+            assert!(sent < 64 << 20, "{data}: the client's writes never stalled");
+            assert!(rep.bytes_echoed > 0, "{data}: {rep}");
+        }
     }
 }
