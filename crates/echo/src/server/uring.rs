@@ -361,7 +361,7 @@ impl Loop {
                             } else {
                                 conn.bytes += cs.len as u64;
                                 if cs.switch {
-                                    match self.to_splice(&sh, &mut conns, slot) {
+                                    match self.switch_to_splice(&sh, &mut conns, slot) {
                                         None => inflight += 1,
                                         Some(r) => close(&sh, &mut conns, &mut free, slot, r),
                                     }
@@ -484,7 +484,7 @@ impl Loop {
 
     /// `auto`: the connection's copy is out; it moves to splice (a pipe, a non-blocking socket)
     /// and pumps what is already there. None: a request is in flight for it; Some: it ended.
-    fn to_splice(&mut self, sh: &Shared, conns: &mut [Option<Conn>], slot: usize) -> Option<io::Result<()>> {
+    fn switch_to_splice(&mut self, sh: &Shared, conns: &mut [Option<Conn>], slot: usize) -> Option<io::Result<()>> {
         let c = conns[slot].as_mut().expect("live slot");
         let fd = c.stream.as_raw_fd();
         c.auto = false;
