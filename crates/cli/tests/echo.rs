@@ -489,7 +489,12 @@ fn half_close_every_byte(mode: &str, extra: &[&str]) {
     assert!(rest.contains(&format!("{conns} connections, {expected} bytes echoed")), "{mode}: {rest}");
     if let Some(path) = extra.iter().skip_while(|a| **a != "--uring-data").nth(1) {
         // The summary says what the connections actually did.
-        let want = if *path == "splice" { format!("{conns} connections spliced") } else { format!("{conns} copied") };
+        let want = match *path {
+            "splice" => format!("{conns} connections spliced"),
+            "copy" => format!("{conns} copied"),
+            // Some connections copied, the others switched to splice; none spliced from the start.
+            _ => "0 connections spliced".to_string(),
+        };
         assert!(rest.contains(&format!("io_uring data path {path} asked")) && rest.contains(&want), "{rest}");
     }
 }
@@ -532,4 +537,9 @@ fn half_close_io_uring_splice() {
 #[test]
 fn half_close_io_uring_copy() {
     half_close_or_skip("io_uring", &["--uring-data", "copy"]);
+}
+
+#[test]
+fn half_close_io_uring_auto() {
+    half_close_or_skip("io_uring", &["--uring-data", "auto"]);
 }

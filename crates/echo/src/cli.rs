@@ -111,7 +111,8 @@ pub struct EchoArgs {
     #[arg(long, default_value = client::DEFAULT_CONGESTION, value_name = "NAME")]
     congestion: String,
     /// io_uring data path: `splice` (io_uring polls, splice(2) moves the pages socket -> pipe ->
-    /// socket, no copy) or `copy` (IORING_OP_RECV/SEND through a 128 KiB buffer).
+    /// socket, no copy), `copy` (IORING_OP_RECV/SEND through a 128 KiB buffer, one io_uring_enter
+    /// per round) or `auto` (copy until a receive fills the buffer, then splice).
     #[arg(long, default_value_t = UringData::default(), value_name = "PATH")]
     uring_data: UringData,
     /// Stop by itself after this many seconds.

@@ -40,7 +40,7 @@ fn two_hundred_clients_per_mode() {
         assert_eq!(rep.refused, 0, "{mode}");
         if let Some(d) = &rep.uring_data {
             assert_eq!(d.requested, data);
-            assert_eq!(d.spliced + d.copied, (CLIENTS + 1) as u64, "{rep}");
+            assert_eq!(d.spliced + d.copied + d.switched, (CLIENTS + 1) as u64, "{rep}");
         }
         assert_eq!(rep.bpf_objects_remaining, 0, "{mode}");
         assert_eq!(sys::open_fds().unwrap(), fds_before, "{mode}: file descriptors leaked");

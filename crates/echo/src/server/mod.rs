@@ -106,26 +106,33 @@ impl FromStr for Mode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UringData {
-    /// `IORING_OP_RECV` into a 128 KiB buffer, then `IORING_OP_SEND` out of it: the kernel copies
-    /// every byte into user memory and back out.
+    /// `IORING_OP_RECV` into a 128 KiB buffer, then `IORING_OP_SEND` out of it, the send linked
+    /// to the next receive (one `io_uring_enter` per round): the kernel copies every byte into
+    /// user memory and back out.
     Copy,
     /// io_uring waits for readiness (`IORING_OP_POLL_ADD`) and the loop moves the pages socket →
     /// pipe → socket with non-blocking `splice(2)` itself, inline: no copy to user memory, and no
     /// hop to an io-wq worker thread (io_uring's own `IORING_OP_SPLICE` always takes that hop).
     /// A connection that cannot get a pipe (fd limit) is served by copy, and the report says so.
-    #[default]
     Splice,
+    /// Each connection starts on `copy` and moves to `splice` for good once a receive fills the
+    /// whole 128 KiB buffer (large messages, or a stream): small rounds keep copy's single system
+    /// call, large ones get splice's page moves. The default: as fast as the better of the two at
+    /// every size measured, with the fewest system calls.
+    #[default]
+    Auto,
 }
 
 impl UringData {
-    /// Both data paths.
-    pub const ALL: [UringData; 2] = [UringData::Copy, UringData::Splice];
+    /// Every data path.
+    pub const ALL: [UringData; 3] = [UringData::Copy, UringData::Splice, UringData::Auto];
 
     /// The name used on the command line and in files.
     pub fn name(self) -> &'static str {
         match self {
             UringData::Copy => "copy",
             UringData::Splice => "splice",
+            UringData::Auto => "auto",
         }
     }
 }
@@ -142,7 +149,7 @@ impl FromStr for UringData {
         UringData::ALL
             .into_iter()
             .find(|d| d.name() == s.to_ascii_lowercase())
-            .ok_or_else(|| format!("unknown io_uring data path '{s}'; expected copy or splice"))
+            .ok_or_else(|| format!("unknown io_uring data path '{s}'; expected copy, splice or auto"))
     }
 }
 
@@ -155,6 +162,9 @@ pub struct UringDataReport {
     pub spliced: u64,
     /// Connections whose bytes were copied through user memory (`IORING_OP_RECV`/`SEND`).
     pub copied: u64,
+    /// `auto`: connections that started on copy and moved to splice when a receive filled the
+    /// buffer (counted in neither `spliced` nor `copied`).
+    pub switched: u64,
     /// The ring was set up with `SINGLE_ISSUER | DEFER_TASKRUN` (false: a plain ring).
     pub defer_taskrun: bool,
 }
@@ -163,10 +173,12 @@ impl fmt::Display for UringDataReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "io_uring data path {} asked: {} connections spliced socket -> pipe -> socket (POLL_ADD waits, splice(2) inline), {} copied through user memory (RECV/SEND); ring {}",
+            "io_uring data path {} asked: {} connections spliced socket -> pipe -> socket (POLL_ADD waits, splice(2) inline), {} copied through user memory (RECV/SEND), {} copied first and spliced from the first receive that filled the {} KiB buffer on; ring {}",
             self.requested,
             self.spliced,
             self.copied,
+            self.switched,
+            CHUNK >> 10,
             if self.defer_taskrun { "SINGLE_ISSUER|DEFER_TASKRUN" } else { "plain (no DEFER_TASKRUN)" }
         )
     }
@@ -331,6 +343,7 @@ struct Shared {
     /// io_uring: connections served by splice and by copy.
     spliced: AtomicU64,
     copied: AtomicU64,
+    switched: AtomicU64,
     defer_taskrun: AtomicBool,
 }
 
@@ -433,6 +446,7 @@ impl Server {
             parser: Mutex::new(None),
             spliced: AtomicU64::new(0),
             copied: AtomicU64::new(0),
+            switched: AtomicU64::new(0),
             defer_taskrun: AtomicBool::new(false),
         });
         if cfg.mode == Mode::Sockmap {
@@ -513,6 +527,7 @@ impl Server {
                 requested: sh.cfg.uring_data,
                 spliced: sh.spliced.load(Ordering::SeqCst),
                 copied: sh.copied.load(Ordering::SeqCst),
+                switched: sh.switched.load(Ordering::SeqCst),
                 defer_taskrun: sh.defer_taskrun.load(Ordering::SeqCst),
             }),
         };
@@ -545,13 +560,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uring_data_names_round_trip_and_splice_is_the_default() {
+    fn uring_data_names_round_trip_and_auto_is_the_default() {
         for d in UringData::ALL {
             assert_eq!(d.name().parse::<UringData>(), Ok(d));
             assert_eq!(d.name().to_uppercase().parse::<UringData>(), Ok(d));
         }
-        assert!("zerocopy".parse::<UringData>().unwrap_err().contains("copy or splice"));
-        assert_eq!(UringData::default(), UringData::Splice);
-        assert_eq!(ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap()).uring_data, UringData::Splice);
+        assert!("zerocopy".parse::<UringData>().unwrap_err().contains("copy, splice or auto"));
+        assert_eq!(UringData::default(), UringData::Auto);
+        assert_eq!(ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap()).uring_data, UringData::Auto);
     }
 }

@@ -1,13 +1,17 @@
 //! The io_uring server: one thread, one ring, every connection. Each connection has one request
 //! in flight at a time, so nothing of it is touched by the kernel and by this loop at once.
 //!
-//! Two data paths ([`UringData`]):
-//! - `copy`: a receive into the connection's 128 KiB buffer, then the send of what was received;
+//! Three data paths ([`UringData`]):
+//! - `copy`: a receive into the connection's 128 KiB buffer, then the send of what was received,
+//!   submitted together with the next receive, linked behind it (`IOSQE_IO_LINK`): one
+//!   `io_uring_enter` per round, which submits the send and the receive and waits;
 //! - `splice`: a one-shot `POLL_ADD` for readable (or, while the socket's send buffer is full,
 //!   writable); when it completes, the loop itself moves what is there socket → pipe → socket with
 //!   non-blocking `splice(2)` and arms the next poll. io_uring's `IORING_OP_SPLICE` would do the
 //!   same from an io-wq worker thread (splice requests are always punted there), a thread hop per
-//!   request that made it slower than the copy.
+//!   request that made it slower than the copy;
+//! - `auto`: copy until a receive fills the whole buffer, then splice for the rest of the
+//!   connection.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -27,6 +31,15 @@ const RECV: u64 = 3;
 const SEND: u64 = 4;
 const CANCEL: u64 = 5;
 const POLL: u64 = 6;
+/// A send linked to the receive behind it; completes visibly only when it fails or falls short
+/// (`IOSQE_CQE_SKIP_SUCCESS`). The pair counts as one request in flight: either the receive
+/// completes (the send went out in full) or the send does (failed; the kernel then cancels the
+/// receive without a completion, `REQ_F_SKIP_LINK_CQES`).
+const SENDL: u64 = 7;
+
+/// `IORING_RECVSEND_POLL_FIRST`: the receive behind a send arms its poll without first trying a
+/// receive that would find nothing (the peer has not seen the echo yet).
+const RECVSEND_POLL_FIRST: u16 = 1;
 
 /// Reads from the socket per wake-up before the connection goes back to the ring's queue (a
 /// client that never stops sending must not starve the others).
@@ -64,8 +77,10 @@ struct Conn {
     busy: Option<u32>,
     /// The server shut this connection down (on stop).
     shut: bool,
-    /// Why the connection is copied although splice was asked for.
+    /// Why the connection is copied although splice was asked for, or where `auto` switched.
     note: Option<String>,
+    /// `auto` and still on copy: a receive that fills the buffer moves the connection to splice.
+    auto: bool,
 }
 
 /// A connection's data path and its state.
@@ -76,16 +91,30 @@ enum Path {
 
 struct CopyState {
     buf: sys::AlignedBuf,
-    /// Where the data of the current receive starts in `buf` (its stream position's offset
-    /// within a cache line, [`sys::line_offset`]).
+    /// Where the data being sent starts in `buf` (its stream position's offset within a cache
+    /// line, [`sys::line_offset`]).
     off: usize,
     len: usize,
     sent: usize,
+    /// Where the receive in flight writes.
+    recv_off: usize,
+    /// Bytes of the linked send in flight ahead of the receive (0: none).
+    linked: usize,
+    /// `auto`: move to splice once the current chunk is out.
+    switch: bool,
 }
 
 impl CopyState {
     fn new() -> CopyState {
-        CopyState { buf: sys::AlignedBuf::zeroed(CHUNK + sys::LINE), off: 0, len: 0, sent: 0 }
+        CopyState {
+            buf: sys::AlignedBuf::zeroed(CHUNK + sys::LINE),
+            off: 0,
+            len: 0,
+            sent: 0,
+            recv_off: 0,
+            linked: 0,
+            switch: false,
+        }
     }
 }
 
@@ -237,7 +266,8 @@ impl Loop {
                             let (path, note) = data_path(sh.cfg.uring_data, fd);
                             let counter = if matches!(path, Path::Splice(_)) { &sh.spliced } else { &sh.copied };
                             counter.fetch_add(1, Ordering::SeqCst);
-                            let conn = Conn { stream, peer, id, path, bytes: 0, busy, shut: false, note };
+                            let auto = sh.cfg.uring_data == UringData::Auto;
+                            let conn = Conn { stream, peer, id, path, bytes: 0, busy, shut: false, note, auto };
                             let s = match free.pop() {
                                 Some(s) => {
                                     conns[s] = Some(conn);
@@ -288,13 +318,30 @@ impl Loop {
                             Step::Done(r) => close(&sh, &mut conns, &mut free, slot, r),
                         }
                     }
+                    SENDL => {
+                        // A linked send failed or fell short; the receive behind it is gone.
+                        match self.link_failed(&mut conns, slot, res) {
+                            None => inflight += 1,
+                            Some(r) => close(&sh, &mut conns, &mut free, slot, r),
+                        }
+                    }
                     RECV => {
                         let Some(conn) = conns[slot].as_mut() else { continue };
                         let Path::Copy(cs) = &mut conn.path else { continue };
+                        // The linked send ahead of it, if any, went out in full.
+                        conn.bytes += cs.linked as u64;
+                        cs.linked = 0;
                         if res > 0 {
+                            cs.off = cs.recv_off;
                             cs.len = res as usize;
                             cs.sent = 0;
-                            self.send(&mut conns, slot);
+                            if conn.auto && cs.len >= CHUNK {
+                                // A full buffer: send it alone, then move to splice.
+                                cs.switch = true;
+                                self.send(&mut conns, slot);
+                            } else {
+                                self.send_recv(&mut conns, slot);
+                            }
                             inflight += 1;
                         } else if res == -libc::EINTR || res == -libc::EAGAIN {
                             self.recv(&mut conns, slot);
@@ -313,6 +360,13 @@ impl Loop {
                                 self.send(&mut conns, slot);
                             } else {
                                 conn.bytes += cs.len as u64;
+                                if cs.switch {
+                                    match self.switch_to_splice(&sh, &mut conns, slot) {
+                                        None => inflight += 1,
+                                        Some(r) => close(&sh, &mut conns, &mut free, slot, r),
+                                    }
+                                    continue;
+                                }
                                 self.recv(&mut conns, slot);
                             }
                             inflight += 1;
@@ -370,10 +424,99 @@ impl Loop {
         let fd = c.stream.as_raw_fd();
         let Path::Copy(cs) = &mut c.path else { unreachable!("recv on a splice connection") };
         // Everything received so far has been echoed: `bytes` is the stream position.
-        cs.off = sys::line_offset(c.bytes);
-        let dst = &mut cs.buf[cs.off..cs.off + CHUNK];
+        cs.recv_off = sys::line_offset(c.bytes);
+        let dst = &mut cs.buf[cs.recv_off..cs.recv_off + CHUNK];
         let e = opcode::Recv::new(types::Fd(fd), dst.as_mut_ptr(), CHUNK as u32).build();
         self.push(e.user_data(ud(RECV, slot)));
+    }
+
+    /// The rest of the current chunk's send and, linked behind it, the next receive: both go to
+    /// the kernel in the loop's next `io_uring_enter`, which then waits. The send retries short
+    /// writes itself (`MSG_WAITALL`) and posts no completion when it succeeds; the receive starts
+    /// only after the send completed in full, so the two never touch the buffer at once.
+    fn send_recv(&mut self, conns: &mut [Option<Conn>], slot: usize) {
+        let c = conns[slot].as_mut().expect("live slot");
+        let fd = c.stream.as_raw_fd();
+        let Path::Copy(cs) = &mut c.path else { unreachable!("send on a splice connection") };
+        let rest = &cs.buf[cs.off + cs.sent..cs.off + cs.len];
+        let (src, n) = (rest.as_ptr(), rest.len());
+        cs.linked = n;
+        // The receive lands at the stream position after this send.
+        cs.recv_off = sys::line_offset(c.bytes + n as u64);
+        let dst = cs.buf[cs.recv_off..cs.recv_off + CHUNK].as_mut_ptr();
+        let send = opcode::Send::new(types::Fd(fd), src, n as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(ud(SENDL, slot));
+        let recv =
+            opcode::Recv::new(types::Fd(fd), dst, CHUNK as u32).ioprio(RECVSEND_POLL_FIRST).build().user_data(ud(RECV, slot));
+        // Both in one submission: a link split across two would not hold.
+        while {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len() < 2
+        } {
+            let _ = self.ring.submit();
+        }
+        self.push(send);
+        self.push(recv);
+    }
+
+    /// A linked send failed or fell short (`res`: the bytes it sent, or -errno) and the receive
+    /// behind it was cancelled: sends the rest alone (or, after an error, returns how the
+    /// connection ends).
+    fn link_failed(&mut self, conns: &mut [Option<Conn>], slot: usize, res: i32) -> Option<io::Result<()>> {
+        let c = conns[slot].as_mut().expect("a linked send's connection lives until it completes");
+        let Path::Copy(cs) = &mut c.path else { unreachable!("linked send on a splice connection") };
+        cs.linked = 0;
+        if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
+            return Some(Err(io::Error::from_raw_os_error(-res)));
+        }
+        cs.sent += res.max(0) as usize;
+        if cs.sent < cs.len {
+            self.send(conns, slot);
+        } else {
+            c.bytes += cs.len as u64;
+            self.recv(conns, slot);
+        }
+        None
+    }
+
+    /// `auto`: the connection's copy is out; it moves to splice (a pipe, a non-blocking socket)
+    /// and pumps what is already there. None: a request is in flight for it; Some: it ended.
+    fn switch_to_splice(&mut self, sh: &Shared, conns: &mut [Option<Conn>], slot: usize) -> Option<io::Result<()>> {
+        let c = conns[slot].as_mut().expect("live slot");
+        let fd = c.stream.as_raw_fd();
+        c.auto = false;
+        match sys::pipe(PIPE_SIZE).and_then(|p| sys::set_nonblocking(fd).map(|()| p)) {
+            Ok((rd, wr, cap)) => {
+                sh.copied.fetch_sub(1, Ordering::SeqCst);
+                sh.switched.fetch_add(1, Ordering::SeqCst);
+                c.note = Some(format!(
+                    "copied the first {} bytes (RECV/SEND), spliced the rest (a receive filled the {} KiB buffer)",
+                    c.bytes,
+                    CHUNK >> 10
+                ));
+                let mut p = Pipe { rd, wr, cap, held: 0, eof: false };
+                let step = p.pump(fd, &mut c.bytes);
+                c.path = Path::Splice(p);
+                match step {
+                    Step::Wait(mask) => {
+                        self.poll(fd, mask, slot);
+                        None
+                    }
+                    Step::Done(r) => Some(r),
+                }
+            }
+            Err(e) => {
+                c.note = Some(format!("stayed on copy: no pipe for splice ({e})"));
+                if let Path::Copy(cs) = &mut c.path {
+                    cs.switch = false;
+                }
+                self.recv(conns, slot);
+                None
+            }
+        }
     }
 
     fn send(&mut self, conns: &mut [Option<Conn>], slot: usize) {
@@ -389,7 +532,7 @@ impl Loop {
 /// The data path of a new connection: splice when asked and a pipe can be had and the socket made
 /// non-blocking; otherwise copy, with the reason when splice was asked.
 fn data_path(want: UringData, fd: RawFd) -> (Path, Option<String>) {
-    if want == UringData::Copy {
+    if want != UringData::Splice {
         return (Path::Copy(CopyState::new()), None);
     }
     match sys::pipe(PIPE_SIZE).and_then(|p| sys::set_nonblocking(fd).map(|()| p)) {
@@ -405,5 +548,149 @@ fn close(sh: &Shared, conns: &mut [Option<Conn>], free: &mut Vec<usize>, slot: u
         drop(c);
         free.push(slot);
         sh.finish(rep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use crate::server::{Mode, Server, ServerConfig, UringData};
+
+    fn start(data: UringData) -> Option<Server> {
+        if let Err(e) = Mode::IoUring.probe() {
+            eprintln!("SKIP: {e}");
+            return None;
+        }
+        let mut cfg = ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap());
+        cfg.uring_data = data;
+        Some(Server::start(cfg).unwrap())
+    }
+
+    /// The byte at stream position `i`: a pattern that a reordered, lost or repeated chunk breaks.
+    fn byte(i: u64) -> u8 {
+        (i ^ (i >> 8) ^ (i >> 16).wrapping_mul(7)) as u8
+    }
+
+    fn pattern(from: u64, n: usize) -> Vec<u8> {
+        (from..from + n as u64).map(byte).collect()
+    }
+
+    /// Reads exactly `n` bytes and checks them against the pattern from `from`.
+    fn read_checked(s: &mut TcpStream, from: u64, n: usize) {
+        let mut b = vec![0u8; n];
+        s.read_exact(&mut b).unwrap_or_else(|e| panic!("reading {n} bytes at {from}: {e}"));
+        if let Some(k) = (0..n).find(|&k| b[k] != byte(from + k as u64)) {
+            panic!("wrong byte at stream position {}", from + k as u64);
+        }
+    }
+
+    /// 1 KiB rounds, then 8 MiB streamed, then 1 KiB rounds again, on one connection.
+    fn small_large_small(s: &mut TcpStream) -> u64 {
+        let mut pos = 0u64;
+        for _ in 0..50 {
+            s.write_all(&pattern(pos, 1000)).unwrap();
+            read_checked(s, pos, 1000);
+            pos += 1000;
+        }
+        let big = 8usize << 20;
+        let mut w = s.try_clone().unwrap();
+        let from = pos;
+        let writer = std::thread::spawn(move || w.write_all(&pattern(from, big)));
+        read_checked(s, pos, big);
+        writer.join().unwrap().unwrap();
+        pos += big as u64;
+        for _ in 0..50 {
+            s.write_all(&pattern(pos, 1000)).unwrap();
+            read_checked(s, pos, 1000);
+            pos += 1000;
+        }
+        s.shutdown(Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{} bytes after the last round", rest.len());
+        pos
+    }
+
+    fn finished(srv: &Server, n: usize) {
+        let t = Instant::now();
+        while srv.finished_connections() < n && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// `auto`: the small rounds are copied, the stream moves the connection to splice (a receive
+    /// fills the buffer), and every byte comes back once and in order across the switch.
+    #[test]
+    fn auto_switches_to_splice_and_keeps_the_bytes_in_order() {
+        let Some(srv) = start(UringData::Auto) else { return };
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let total = small_large_small(&mut s);
+        finished(&srv, 1);
+        let rep = srv.shutdown();
+        let d = rep.uring_data.as_ref().unwrap();
+        assert_eq!((d.requested, d.spliced, d.copied, d.switched), (UringData::Auto, 0, 0, 1), "{rep}");
+        assert_eq!(rep.bytes_echoed, total, "{rep}");
+        let c = &rep.connections[0];
+        assert_eq!(c.end, "closed by peer");
+        let note = c.note.as_deref().expect("a switched connection says so");
+        let copied: u64 = note.strip_prefix("copied the first ").and_then(|r| r.split(' ').next()?.parse().ok()).unwrap();
+        // The 1 KiB rounds were copied; the switch came in the stream, at a chunk boundary.
+        assert!((50_000..total - 50_000).contains(&copied), "{note}");
+    }
+
+    /// `copy` and `splice` on the same traffic: no switch, and the report says so.
+    #[test]
+    fn copy_and_splice_stay_on_their_path() {
+        for data in [UringData::Copy, UringData::Splice] {
+            let Some(srv) = start(data) else { return };
+            let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let total = small_large_small(&mut s);
+            finished(&srv, 1);
+            let rep = srv.shutdown();
+            let d = rep.uring_data.as_ref().unwrap();
+            let want = if data == UringData::Copy { (0, 1, 0) } else { (1, 0, 0) };
+            assert_eq!((d.spliced, d.copied, d.switched), want, "{rep}");
+            assert_eq!(rep.bytes_echoed, total, "{data}: {rep}");
+            assert!(rep.connections[0].note.is_none(), "{data}: {rep}");
+        }
+    }
+
+    /// A client that sends without reading leaves the server's (linked) send waiting for room;
+    /// stopping the server then fails that send, cancels the receive linked behind it, and ends
+    /// the connection at once, with every request accounted for.
+    #[test]
+    fn a_send_stuck_on_a_client_that_does_not_read_ends_on_shutdown() {
+        for data in UringData::ALL {
+            let Some(srv) = start(data) else { return };
+            let s = TcpStream::connect(srv.local_addr()).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut w = s.try_clone().unwrap();
+            let writer = std::thread::spawn(move || {
+                let chunk = pattern(0, 1 << 20);
+                let mut sent = 0u64;
+                while sent < 64 << 20 && w.write_all(&chunk).is_ok() {
+                    sent += chunk.len() as u64;
+                }
+                sent
+            });
+            // Until the server's echo has filled the client's receive buffer and its own send
+            // buffer and the client's writes stall.
+            std::thread::sleep(Duration::from_millis(500));
+            let t = Instant::now();
+            let rep = srv.shutdown();
+            let took = t.elapsed();
+            drop(s);
+            let sent = writer.join().unwrap();
+            assert!(took < Duration::from_secs(4), "{data}: shutdown took {took:?}");
+            assert_eq!(rep.connections.len(), 1, "{data}: {rep}");
+            assert_eq!(rep.connections[0].end, "server shutdown", "{data}: {rep}");
+            assert!(sent < 64 << 20, "{data}: the client's writes never stalled");
+            assert!(rep.bytes_echoed > 0, "{data}: {rep}");
+        }
     }
 }
