@@ -112,7 +112,7 @@ pub struct EchoArgs {
     congestion: String,
     /// io_uring data path: `splice` (io_uring polls, splice(2) moves the pages socket -> pipe ->
     /// socket, no copy), `copy` (IORING_OP_RECV/SEND through a 128 KiB buffer, one io_uring_enter
-    /// per round) or `auto` (copy until a receive fills the buffer, then splice).
+    /// per round) or `auto` (copy until a receive brings 32 KiB or more, then splice).
     #[arg(long, default_value_t = UringData::default(), value_name = "PATH")]
     uring_data: UringData,
     /// Stop by itself after this many seconds.

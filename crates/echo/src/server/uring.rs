@@ -10,8 +10,8 @@
 //!   non-blocking `splice(2)` and arms the next poll. io_uring's `IORING_OP_SPLICE` would do the
 //!   same from an io-wq worker thread (splice requests are always punted there), a thread hop per
 //!   request that made it slower than the copy;
-//! - `auto`: copy until a receive fills the whole buffer, then splice for the rest of the
-//!   connection.
+//! - `auto`: copy until a receive brings [`AUTO_SPLICE_AT`] or more, then splice for the rest of
+//!   the connection.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::{Shared, UringData, CHUNK, PIPE_SIZE};
+use super::{Shared, UringData, AUTO_SPLICE_AT, CHUNK, PIPE_SIZE};
 use crate::sys;
 
 const ACCEPT: u64 = 1;
@@ -79,7 +79,7 @@ struct Conn {
     shut: bool,
     /// Why the connection is copied although splice was asked for, or where `auto` switched.
     note: Option<String>,
-    /// `auto` and still on copy: a receive that fills the buffer moves the connection to splice.
+    /// `auto` and still on copy: a receive of [`AUTO_SPLICE_AT`] or more moves the connection to splice.
     auto: bool,
 }
 
@@ -335,8 +335,8 @@ impl Loop {
                             cs.off = cs.recv_off;
                             cs.len = res as usize;
                             cs.sent = 0;
-                            if conn.auto && cs.len >= CHUNK {
-                                // A full buffer: send it alone, then move to splice.
+                            if conn.auto && cs.len >= AUTO_SPLICE_AT {
+                                // A large receive: send it alone, then move to splice.
                                 cs.switch = true;
                                 self.send(&mut conns, slot);
                             } else {
@@ -493,9 +493,9 @@ impl Loop {
                 sh.copied.fetch_sub(1, Ordering::SeqCst);
                 sh.switched.fetch_add(1, Ordering::SeqCst);
                 c.note = Some(format!(
-                    "copied the first {} bytes (RECV/SEND), spliced the rest (a receive filled the {} KiB buffer)",
+                    "copied the first {} bytes (RECV/SEND), spliced the rest (a receive brought {} KiB or more)",
                     c.bytes,
-                    CHUNK >> 10
+                    AUTO_SPLICE_AT >> 10
                 ));
                 let mut p = Pipe { rd, wr, cap, held: 0, eof: false };
                 let step = p.pump(fd, &mut c.bytes);
@@ -622,7 +622,7 @@ mod tests {
     }
 
     /// `auto`: the small rounds are copied, the stream moves the connection to splice (a receive
-    /// fills the buffer), and every byte comes back once and in order across the switch.
+    /// brings 32 KiB or more), and every byte comes back once and in order across the switch.
     #[test]
     fn auto_switches_to_splice_and_keeps_the_bytes_in_order() {
         let Some(srv) = start(UringData::Auto) else { return };
@@ -638,7 +638,7 @@ mod tests {
         assert_eq!(c.end, "closed by peer");
         let note = c.note.as_deref().expect("a switched connection says so");
         let copied: u64 = note.strip_prefix("copied the first ").and_then(|r| r.split(' ').next()?.parse().ok()).unwrap();
-        // The 1 KiB rounds were copied; the switch came in the stream, at a chunk boundary.
+        // The 1 KiB rounds were copied; the switch came in the stream, after a whole receive was echoed.
         assert!((50_000..total - 50_000).contains(&copied), "{note}");
     }
 
