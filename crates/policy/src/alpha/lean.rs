@@ -548,67 +548,6 @@ mod tests {
         }
     }
 
-    /// The shared-state decisions: at d = 0 they are the lane's own; a copy of the state at
-    /// another α decides as the shared state checked at that α; and a decision taken at both ends
-    /// of an α range is taken at every α inside it (the envelope argument).
-    #[test]
-    fn shared_states_decide_as_each_lane() {
-        let lens: &[u32] = &[1, 2, 3, 4, 5, 20];
-        let alphas = [1.0, 2.0, 3.0, 6.0, 10.0, 20.0, 30.0, 60.0, 100.0];
-        let lane = |a: f64| LeanAlpha::<f64>::new(&AlphaConfig::fixed(Alpha::new(a).unwrap()), lens).unwrap();
-        let fx: Vec<i64> = alphas.iter().map(|&a| lane(a).alpha_fx().unwrap()).collect();
-        let mut s = 0x9e37_79b9_u64;
-        let mut rnd = move || {
-            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            s >> 33
-        };
-        let (mut checked, mut differ) = (0, 0);
-        for lo in 0..alphas.len() {
-            let mut p = lane(alphas[lo]);
-            let mut q = lane(alphas[lo]);
-            let mut copies: Vec<LeanAlpha<f64>> = alphas.iter().map(|&a| lane(a)).collect();
-            for step in 0..20_000 {
-                if rnd() % 100 < 45 {
-                    let len = lens[(rnd() % lens.len() as u64) as usize];
-                    for (j, c) in copies.iter_mut().enumerate().skip(lo) {
-                        c.copy_state_from(&p);
-                        assert_eq!(c.preempts_at(len, 0), p.preempts_at(len, fx[j] - fx[lo]), "step {step}");
-                    }
-                    for hi in lo + 1..alphas.len() {
-                        let ends = (p.preempts_at(len, 0), p.preempts_at(len, fx[hi] - fx[lo]));
-                        if ends.0 == ends.1 {
-                            assert!((lo..=hi).all(|j| p.preempts_at(len, fx[j] - fx[lo]) == ends.0));
-                        }
-                    }
-                    p.enqueue(f64::from(step), len);
-                    q.enqueue(f64::from(step), len);
-                } else {
-                    for (j, c) in copies.iter_mut().enumerate().skip(lo) {
-                        c.copy_state_from(&p);
-                        assert_eq!(c.pick_at(0), p.pick_at(fx[j] - fx[lo]), "step {step}");
-                        checked += 1;
-                    }
-                    for hi in lo + 1..alphas.len() {
-                        let ends = (p.pick_at(0), p.pick_at(fx[hi] - fx[lo]));
-                        if ends.0 == ends.1 {
-                            assert!((lo..=hi).all(|j| p.pick_at(fx[j] - fx[lo]) == ends.0));
-                        } else {
-                            differ += 1;
-                        }
-                    }
-                    // At d = 0 the shared form is the lane itself.
-                    let n = rnd() % 12;
-                    let (mut a, mut b) = (Vec::new(), Vec::new());
-                    let got_a = p.dequeue_many(n, |i, t, len| a.push((i, t, len)));
-                    let (got_b, split) = q.dequeue_many_shared(n, 0, |i, t, len| b.push((i, t, len)));
-                    assert!(!split);
-                    assert_eq!((got_a, a), (got_b, b), "step {step}");
-                }
-            }
-        }
-        assert!(checked > 10_000 && differ > 100, "{checked} {differ}");
-    }
-
     #[test]
     fn declines_what_it_does_not_cover() {
         let fixed = AlphaConfig::fixed(Alpha::new(10.0).unwrap());

@@ -21,9 +21,6 @@ pub(super) struct Lane {
     /// place of `policy`, which stays untouched): smaller queue entries, no §10 α to look up.
     plain: Option<AnyPolicy<Tag>>,
     pub(super) stats: LaneStats,
-    /// Chunks the lean lanes replay apart, not sharing states (kept in the first lean lane of a
-    /// group of lanes replayed together; see [`replay_lean`]).
-    apart: u32,
 }
 
 /// What a plain lane's queue carries per message (16 bytes, as `len` and `app` share the word).
@@ -120,7 +117,6 @@ impl Lane {
         Lane {
             lean,
             plain,
-            apart: 0,
             class_alphas: cfg.msg_alpha.iter().map(|c| c.alpha).collect(),
             in_order: cfg.in_order,
             strategy: s.clone(),
@@ -160,7 +156,7 @@ impl Lane {
         let st = &mut self.stats;
         if let Some(p) = &mut self.lean {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use lean lanes");
-            return replay_lean_apart(&mut [(p, st)], path);
+            return replay_lean(&mut [(p, st)], path);
         }
         if let Some(p) = &mut self.plain {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use plain lanes");
@@ -290,18 +286,16 @@ fn lone_sent_whole(path: &Path, k: usize, upto: usize, len: u32) -> Option<usize
 /// by one. Every lane sees the same calls in the same order as when replayed alone.
 pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, path: &Path, none: &mut Vec<u32>) {
     let mut lean: Vec<(&mut LeanAlpha<f64>, &mut LaneStats)> = Vec::new();
-    let mut apart_of_first = None;
     for lane in lanes {
         if lane.lean.is_none() {
             lane.replay(path, none);
             continue;
         }
-        let Lane { lean: Some(p), stats, apart, .. } = lane else { unreachable!("a lean lane") };
+        let Lane { lean: Some(p), stats, .. } = lane else { unreachable!("a lean lane") };
         lean.push((p, stats));
-        apart_of_first.get_or_insert(apart);
     }
-    if let Some(apart) = apart_of_first {
-        replay_lean(&mut lean, path, apart);
+    if !lean.is_empty() {
+        replay_lean(&mut lean, path);
     }
 }
 
@@ -309,14 +303,11 @@ pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, pa
 /// and lanes of neighbouring α that take the same decisions share one state (see
 /// [`LeanAlpha::pick_at`]'s section in the policy crate): a group of lanes `s..=e` keeps its state
 /// in lane `s` (the lowest α), checks each decision at its two ends, splits where they differ and
-/// joins again when the queues empty (all at once: every lane is busy at the same packets). A
-/// group records its deliveries once, in lane `s`'s pending list; its other lanes record the run
-/// of that list they shared (see [`flush_lean`]), so every lane still adds its own latencies in
-/// its own delivery order. At the end of the chunk every lane holds its own state again.
-/// Returns how many times groups and how many times lanes were served (their ratio tells how
-/// much the lanes shared).
+/// joins again when the queues empty (all at once: every lane is busy at the same packets). Every
+/// lane still records its own deliveries in its own order, and at the end of the chunk every lane
+/// holds its own state again.
 #[inline(never)]
-fn replay_lean_shared(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) -> (u64, u64) {
+fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
     // Lane k can share a state with lane k + 1 (fixed α, not decreasing, same lengths).
     let joins: Vec<bool> = lanes.windows(2).map(|w| w[0].0.can_share_with(w[1].0)).collect();
     // The groups when every lane may share: the runs of joinable lanes.
@@ -333,12 +324,6 @@ fn replay_lean_shared(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path:
     let mut groups: Vec<(usize, usize)> =
         if lanes[0].0.is_empty() { whole.clone() } else { (0..lanes.len()).map(|k| (k, k)).collect() };
     let mut next: Vec<(usize, usize)> = Vec::with_capacity(lanes.len());
-    // Where each lane's open run of its group's deliveries starts (lanes after a group's first).
-    let mut runs = vec![0usize; lanes.len()];
-    open_all(lanes, &groups, &mut runs);
-    // Packets sent since the last event (by every lane alike).
-    let mut sent = 0u64;
-    let (mut group_serves, mut lane_serves) = (0u64, 0u64);
     let mut served = 0;
     // A lone message is bypassed by every lean lane alike.
     let mut alone: Option<(Msg, usize)> = None;
@@ -346,134 +331,15 @@ fn replay_lean_shared(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path:
         let upto = s.before as usize;
         if upto > served {
             let times = &path.times[served..upto];
-            sent += times.len() as u64;
             match &mut alone {
                 None => {
-                    group_serves += groups.len() as u64;
-                    lane_serves += lanes.len() as u64;
                     next.clear();
                     for &(a, b) in &groups {
-                        serve_lean(lanes, &alpha, &mut runs, a, b, times, &mut next);
+                        serve_lean(lanes, &alpha, a, b, times, &mut next);
                     }
                     std::mem::swap(&mut groups, &mut next);
                     if groups.len() > whole.len() && lanes[0].0.is_empty() {
-                        close_all(lanes, &groups, &runs);
                         groups.clone_from(&whole);
-                        open_all(lanes, &groups, &mut runs);
-                    }
-                }
-                Some((m, left)) => {
-                    if lone_advance(left, times.len()) {
-                        for &(a, _) in &groups {
-                            lanes[a].1.delivered_plain(m.t, m.len, times[times.len() - 1]);
-                        }
-                        alone = None;
-                    }
-                }
-            }
-            served = upto;
-        }
-        match s.kind {
-            Kind::Alone => {
-                for &(a, _) in &groups {
-                    lanes[a].0.bypass(u64::from(s.msg.len));
-                }
-                match lone_sent_whole(path, k, upto, s.msg.len) {
-                    Some(end) => {
-                        let now = path.times[end - 1];
-                        sent += u64::from(s.msg.len);
-                        for &(a, _) in &groups {
-                            lanes[a].1.delivered_plain(s.msg.t, s.msg.len, now);
-                        }
-                        served = end;
-                    }
-                    None => alone = Some((s.msg, s.msg.len as usize)),
-                }
-            }
-            Kind::Arrive => {
-                let len = s.msg.len;
-                let mut g = 0;
-                while g < groups.len() {
-                    let (a, b) = groups[g];
-                    if a < b {
-                        let p = &*lanes[a].0;
-                        let at_a = p.preempts_at(len, 0);
-                        if at_a != p.preempts_at(len, alpha[b] - alpha[a]) {
-                            // The lanes that preempt are those of α on one side of a threshold.
-                            let cut =
-                                (a + 1..=b).find(|&j| p.preempts_at(len, alpha[j] - alpha[a]) != at_a).expect("the ends differ");
-                            close_run(lanes, &runs, a, b);
-                            split_at(lanes, a, cut);
-                            groups[g] = (a, cut - 1);
-                            groups.insert(g + 1, (cut, b));
-                            open_run(lanes, &mut runs, a, cut - 1);
-                            open_run(lanes, &mut runs, cut, b);
-                        }
-                    }
-                    lanes[a].0.enqueue(s.msg.t, s.msg.len);
-                    g += 1;
-                }
-            }
-            other => {
-                close_all(lanes, &groups, &runs);
-                flush_lean(lanes);
-                for (_, st) in lanes.iter_mut() {
-                    st.packets_out += sent;
-                    st.event(other);
-                }
-                sent = 0;
-                open_all(lanes, &groups, &mut runs);
-            }
-        }
-    }
-    debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
-    debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
-    debug_assert!(sent == 0 && lanes.iter().all(|(_, st)| st.pending.is_empty()), "the End step flushed");
-    for &(a, b) in &groups {
-        for j in a + 1..=b {
-            split_at(lanes, a, j);
-        }
-    }
-    (group_serves, lane_serves)
-}
-
-/// Chunks replayed apart after one in which groups of lanes shared little.
-const APART_CHUNKS: u32 = 8;
-
-/// Replays a chunk through the lean lanes: sharing states ([`replay_lean_shared`]) while that
-/// pays, that is while the lanes' groups are mostly not split apart (below saturation, where busy
-/// periods are short); after a chunk where they were, the next [`APART_CHUNKS`] chunks replay
-/// every lane apart ([`replay_lean_apart`], which costs less then). `apart` counts them down.
-/// Either way every lane sees the same decisions and records the same latencies in the same
-/// order.
-fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path, apart: &mut u32) {
-    if *apart > 0 || lanes.len() < 2 {
-        *apart = apart.saturating_sub(1);
-        return replay_lean_apart(lanes, path);
-    }
-    let (groups, lanes) = replay_lean_shared(lanes, path);
-    if groups * 10 > lanes * 6 {
-        *apart = APART_CHUNKS;
-    }
-}
-
-/// [`replay`] for lean alpha lanes (open loops), all of them together, each with its own state:
-/// each step is decoded once.
-#[inline(never)]
-fn replay_lean_apart(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
-    let mut served = 0;
-    // A lone message is bypassed by every lean lane alike.
-    let mut alone: Option<(Msg, usize)> = None;
-    for (k, s) in path.steps.iter().enumerate() {
-        let upto = s.before as usize;
-        if upto > served {
-            let times = &path.times[served..upto];
-            match &mut alone {
-                None => {
-                    for (p, st) in lanes.iter_mut() {
-                        let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
-                        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-                        st.packets_out += got;
                     }
                 }
                 Some((m, left)) => {
@@ -492,26 +358,40 @@ fn replay_lean_apart(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: 
             served = upto;
         }
         match s.kind {
-            Kind::Alone => match lone_sent_whole(path, k, upto, s.msg.len) {
-                Some(end) => {
-                    let now = path.times[end - 1];
-                    for (p, st) in lanes.iter_mut() {
-                        p.bypass(u64::from(s.msg.len));
-                        st.packets_out += u64::from(s.msg.len);
-                        st.delivered_plain(s.msg.t, s.msg.len, now);
-                    }
-                    served = end;
+            Kind::Alone => {
+                for &(a, _) in &groups {
+                    lanes[a].0.bypass(u64::from(s.msg.len));
                 }
-                None => {
-                    for (p, _) in lanes.iter_mut() {
-                        p.bypass(u64::from(s.msg.len));
+                match lone_sent_whole(path, k, upto, s.msg.len) {
+                    Some(end) => {
+                        let now = path.times[end - 1];
+                        for (_, st) in lanes.iter_mut() {
+                            st.packets_out += u64::from(s.msg.len);
+                            st.delivered_plain(s.msg.t, s.msg.len, now);
+                        }
+                        served = end;
                     }
-                    alone = Some((s.msg, s.msg.len as usize));
+                    None => alone = Some((s.msg, s.msg.len as usize)),
                 }
-            },
+            }
             Kind::Arrive => {
-                for (p, _) in lanes.iter_mut() {
-                    p.enqueue(s.msg.t, s.msg.len);
+                let len = s.msg.len;
+                let mut g = 0;
+                while g < groups.len() {
+                    let (a, b) = groups[g];
+                    if a < b {
+                        let p = &*lanes[a].0;
+                        let at_a = p.preempts_at(len, 0);
+                        if at_a != p.preempts_at(len, alpha[b] - alpha[a]) {
+                            // The lanes that preempt are those of α on one side of a threshold.
+                            let cut = (a + 1..=b).find(|&j| p.preempts_at(len, alpha[j] - alpha[a]) != at_a).expect("the ends differ");
+                            split_at(lanes, a, cut);
+                            groups[g] = (a, cut - 1);
+                            groups.insert(g + 1, (cut, b));
+                        }
+                    }
+                    lanes[a].0.enqueue(s.msg.t, s.msg.len);
+                    g += 1;
                 }
             }
             other => {
@@ -523,71 +403,12 @@ fn replay_lean_apart(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: 
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
     debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
-}
-
-/// A pending entry standing for entries `start..end` of lane `from`'s pending list (a run of
-/// deliveries the two lanes shared); real entries have the message length instead of `RUN`.
-const RUN: u32 = u32::MAX;
-
-#[inline(always)]
-fn run_entry(from: usize, start: usize, end: usize) -> (f64, u32) {
-    debug_assert!(from < 1 << 20 && start < 1 << 21 && end < 1 << 21);
-    (f64::from_bits(((from as u64) << 42) | ((start as u64) << 21) | end as u64), RUN)
-}
-
-/// Starts the runs of the lanes of group `a..=b` after its first at the end of lane `a`'s list.
-#[inline(always)]
-fn open_run(lanes: &[(&mut LeanAlpha<f64>, &mut LaneStats)], runs: &mut [usize], a: usize, b: usize) {
-    let n = lanes[a].1.pending.len();
-    runs[a + 1..=b].fill(n);
-}
-
-/// Ends the runs of the lanes of group `a..=b` after its first: each records its run.
-#[inline(always)]
-fn close_run(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], runs: &[usize], a: usize, b: usize) {
-    let n = lanes[a].1.pending.len();
-    for j in a + 1..=b {
-        if n > runs[j] {
-            lanes[j].1.pending.push(run_entry(a, runs[j], n));
-        }
-    }
-}
-
-fn open_all(lanes: &[(&mut LeanAlpha<f64>, &mut LaneStats)], groups: &[(usize, usize)], runs: &mut [usize]) {
-    for &(a, b) in groups {
-        open_run(lanes, runs, a, b);
-    }
-}
-
-fn close_all(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], groups: &[(usize, usize)], runs: &[usize]) {
-    for &(a, b) in groups {
-        close_run(lanes, runs, a, b);
-    }
-}
-
-/// [`LaneStats::flush`] for lean lanes whose lists hold runs of earlier lanes' lists: every lane
-/// adds its latencies in its own delivery order, then every list is cleared. (A run only ever
-/// refers to an earlier lane's own entries: a group's first lane records directly.)
-#[inline(never)]
-fn flush_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)]) {
-    for k in 0..lanes.len() {
-        let (lower, rest) = lanes.split_at_mut(k);
-        let LaneStats { by_len, pending, .. } = &mut *rest[0].1;
-        for &(lat, len) in pending.iter() {
-            if len == RUN {
-                let bits = lat.to_bits();
-                let (from, start, end) = ((bits >> 42) as usize, (bits >> 21 & 0x1f_ffff) as usize, (bits & 0x1f_ffff) as usize);
-                for &(lat, len) in &lower[from].1.pending[start..end] {
-                    debug_assert!(len != RUN, "a run of direct entries");
-                    by_len[len as usize].add(lat);
-                }
-            } else {
-                by_len[len as usize].add(lat);
+    for &(a, b) in &groups {
+        if a < b {
+            for j in a + 1..=b {
+                split_at(lanes, a, j);
             }
         }
-    }
-    for (_, st) in lanes.iter_mut() {
-        st.pending.clear();
     }
 }
 
@@ -606,25 +427,35 @@ fn split_at(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], a: usize, cut: 
 fn serve_lean(
     lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)],
     alpha: &[i64],
-    runs: &mut [usize],
     a: usize,
     b: usize,
     times: &[f64],
     out: &mut Vec<(usize, usize)>,
 ) {
-    let (p, st) = &mut lanes[a];
     if a == b {
+        let (p, st) = &mut lanes[a];
         let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
         debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+        st.packets_out += got;
         out.push((a, b));
         return;
     }
-    let (got, split) =
-        p.dequeue_many_shared(times.len() as u64, alpha[b] - alpha[a], |i, t, len| st.delivered_plain(t, len, times[i as usize]));
+    let d = alpha[b] - alpha[a];
+    let Some(((p, st0), rest)) = lanes[a..=b].split_first_mut() else { unreachable!("a group") };
+    let (got, split) = p.dequeue_many_shared(times.len() as u64, d, |i, t, len| {
+        let now = times[i as usize];
+        st0.delivered_plain(t, len, now);
+        for (_, st) in rest.iter_mut() {
+            st.delivered_plain(t, len, now);
+        }
+    });
+    st0.packets_out += got;
+    for (_, st) in rest.iter_mut() {
+        st.packets_out += got;
+    }
     if split {
-        split_and_serve(lanes, alpha, runs, a, b, &times[got as usize..], out);
+        split_and_serve(lanes, alpha, a, b, &times[got as usize..], out);
     } else {
-        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
         out.push((a, b));
     }
 }
@@ -636,7 +467,6 @@ fn serve_lean(
 fn split_and_serve(
     lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)],
     alpha: &[i64],
-    runs: &mut [usize],
     a: usize,
     b: usize,
     times: &[f64],
@@ -655,20 +485,16 @@ fn split_and_serve(
     }
     parts.push((start, b));
     debug_assert!(parts.len() > 1, "the ends differ");
-    close_run(lanes, runs, a, b);
     // Every copy is taken before lane a's state moves on.
-    for &(s0, e0) in &parts {
-        if s0 > a {
-            split_at(lanes, a, s0);
-        }
-        open_run(lanes, runs, s0, e0);
+    for &(s0, _) in &parts[1..] {
+        split_at(lanes, a, s0);
     }
     for (s0, e0) in parts {
         if times.is_empty() {
             lanes[s0].0.settle();
             out.push((s0, e0));
         } else {
-            serve_lean(lanes, alpha, runs, s0, e0, times, out);
+            serve_lean(lanes, alpha, s0, e0, times, out);
         }
     }
 }

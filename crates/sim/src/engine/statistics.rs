@@ -127,7 +127,7 @@ impl Acc {
         self.hist.len()
     }
     #[inline(always)]
-    pub(super) fn add(&mut self, lat: f64) {
+    fn add(&mut self, lat: f64) {
         self.sum += lat;
         self.hist.record(lat);
     }
