@@ -61,7 +61,7 @@ pub mod spec;
 pub mod track;
 pub mod wf2qp;
 
-pub use alpha::{Alpha, AlphaConfig, AlphaSched, LeanAlpha, Pick, Tracking};
+pub use alpha::{Alpha, AlphaConfig, AlphaSched, LeanAlpha, Tracking};
 pub use any::AnyPolicy;
 pub use drr::{Drr, FlowWeight};
 pub use qfq::Qfq;

@@ -129,20 +129,6 @@ pub struct LeanAlpha<T> {
     waiting: usize,
     /// Preempted heads, best on top (last).
     preempted: Vec<Entry<T>>,
-    /// Each class's message length (0 for unused classes), for priorities at another α.
-    class_len: [i64; LEAN_CLASSES],
-}
-
-/// What [`LeanAlpha`] sends next when its head is done: nothing, the top preempted head, or the
-/// front of a class. Lanes whose next picks are equal take the same message.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Pick {
-    /// Nothing waits.
-    Nothing,
-    /// The preempted head on top of the stack.
-    Preempted,
-    /// The front of this class.
-    Class(u8),
 }
 
 impl<T: Copy + Default> LeanAlpha<T> {
@@ -159,10 +145,8 @@ impl<T: Copy + Default> LeanAlpha<T> {
         by_len.sort_unstable_by(|a, b| b.cmp(a));
         by_len.dedup();
         let mut class_of = vec![0u8; by_len[0] as usize + 1];
-        let mut class_len = [0i64; LEAN_CLASSES];
         for (c, &l) in by_len.iter().enumerate() {
             class_of[l as usize] = c as u8;
-            class_len[c] = i64::from(l);
         }
         Some(LeanAlpha {
             alpha: if cfg.infinite { 1 } else { cfg.alpha.fx() },
@@ -177,7 +161,6 @@ impl<T: Copy + Default> LeanAlpha<T> {
             queues: std::array::from_fn(|_| Fifo::new()),
             waiting: 0,
             preempted: Vec::new(),
-            class_len,
         })
     }
 
@@ -319,176 +302,6 @@ impl<T: Copy + Default> LeanAlpha<T> {
         }
         self.preempted.iter_mut().for_each(|e| e.key -= shift);
         self.renormalisations += 1;
-    }
-
-    // Lanes sharing one state. With a fixed α every priority is `α·left + c`, where `left` is the
-    // packets left (a newcomer's length) and `c` is the clock when the message arrived (shifted
-    // by the renormalisations): a newcomer's key is `α·l + tick`, a head's drops by α per packet
-    // sent, and a renormalisation subtracts the clock from every key. The clock moves by one per
-    // packet in every lane, and renormalises when it reaches the same threshold, so `c`, `left`,
-    // the arrival numbers, the class FIFOs (arrival order within a length for every α) and the
-    // stack are the same in lanes of any α that took the same decisions since they last had
-    // the same state; only α differs in the keys. Each decision compares such keys:
-    // - a newcomer preempts the head iff `α·(l − left_h) + (tick − c_h) < 0`: a linear function
-    //   of α, so if it is negative (or not) at both ends of [α₀, α₁], it is so in between;
-    // - the next message is the least of the candidates (class fronts and the top preempted
-    //   head) in (key, arrival number) order — the class tournament's tie rule is that order
-    //   (classes.rs), and so is the comparison with the stack. If candidate i is least at α₀ and
-    //   at α₁, take any other j and `g(α) = key_j(α) − key_i(α)`, linear: if i arrived first,
-    //   g ≥ 0 at both ends so g ≥ 0 in between and i still wins (ties to the older); if j arrived
-    //   first, g > 0 at both ends so g > 0 in between. So i is least on all of [α₀, α₁].
-    // Lanes of α in [α₀, α₁] therefore take the same decisions as long as the lanes at the two
-    // ends do: one state, kept at α₀, stands for them all, checked at α₀ and at α₀ + d, d = α₁ − α₀.
-    // Where the ends differ, the lanes of each outcome form an interval of α (by the same
-    // arguments), and each interval goes on with a copy of the state at its own lowest α.
-
-    /// α in fixed point, or `None` for shortest-first.
-    pub fn alpha_fx(&self) -> Option<i64> {
-        (self.tick_step != 0).then_some(self.alpha)
-    }
-
-    /// True when this lane and `next` (of α not lower) can share one state while their
-    /// decisions agree: both fixed α, with the same lengths and renormalisation threshold.
-    pub fn can_share_with(&self, next: &Self) -> bool {
-        self.tick_step == ONE
-            && next.tick_step == ONE
-            && self.alpha <= next.alpha
-            && self.renorm_fx == next.renorm_fx
-            && self.class_of == next.class_of
-    }
-
-    /// What the next message would be at α + `d` (`d` ≥ 0, fixed point) in this state; at
-    /// `d` = 0 the one `pop` takes.
-    #[inline(always)]
-    pub fn pick_at(&self, d: i64) -> Pick {
-        let top = self.preempted.last();
-        if self.waiting == 0 {
-            return if top.is_some() { Pick::Preempted } else { Pick::Nothing };
-        }
-        let mut keys = self.keys;
-        for (k, l) in keys.iter_mut().zip(self.class_len) {
-            // Empty and unused classes stay at i64::MAX.
-            *k = k.saturating_add(d * l);
-        }
-        let c = tournament(&keys) % LEAN_CLASSES;
-        let Some(p) = top else { return Pick::Class(c as u8) };
-        let pk = p.key + d * i64::from(p.left);
-        if pk < keys[c] || (pk == keys[c] && p.seq < self.queues[c].front().seq) {
-            Pick::Preempted
-        } else {
-            Pick::Class(c as u8)
-        }
-    }
-
-    /// Whether a newcomer of `len` packets would preempt the head at α + `d`.
-    #[inline(always)]
-    pub fn preempts_at(&self, len: u32, d: i64) -> bool {
-        let key = (self.alpha + d) * i64::from(len) + self.tick;
-        self.head.left > 0 && key < self.head.key + d * i64::from(self.head.left)
-    }
-
-    /// Takes `p`'s message.
-    #[inline(always)]
-    fn take(&mut self, p: Pick) -> Option<Entry<T>> {
-        match p {
-            Pick::Nothing => None,
-            Pick::Preempted => self.preempted.pop(),
-            Pick::Class(c) => Some(self.pop_class(usize::from(c))),
-        }
-    }
-
-    /// [`LeanAlpha::dequeue_many`] for the lanes of α in [α, α + `d`] sharing this state: it
-    /// also stops when a message is done and the two ends would pick different ones next. Returns
-    /// the packets sent and whether it stopped so; then the head is done, the next is not taken
-    /// and the clock is not yet checked for renormalisation: split the lanes by
-    /// [`LeanAlpha::pick_at`] and go on with [`LeanAlpha::dequeue_many_shared`] (or
-    /// [`LeanAlpha::settle`] when no packet is left in the run).
-    #[inline(always)]
-    pub fn dequeue_many_shared(&mut self, n: u64, d: i64, mut done: impl FnMut(u64, T, u32)) -> (u64, bool) {
-        if n == 0 {
-            return (0, false);
-        }
-        let mut h = self.head;
-        if h.left == 0 {
-            let p = self.pick_at(0);
-            if p != self.pick_at(d) {
-                return (0, true);
-            }
-            match self.take(p) {
-                Some(e) => h = e,
-                None => return (0, false),
-            }
-        }
-        let mut i = 0;
-        let mut split = false;
-        loop {
-            let rem = n - i;
-            let left = u64::from(h.left);
-            if left > rem {
-                h.left -= rem as u32;
-                h.key -= self.alpha * rem as i64;
-                i = n;
-                break;
-            }
-            i += left;
-            done(i - 1, h.tag, h.len);
-            let p = self.pick_at(0);
-            if p != self.pick_at(d) {
-                h = Entry::empty();
-                split = true;
-                break;
-            }
-            match self.take(p) {
-                Some(e) => h = e,
-                None => {
-                    h = Entry::empty();
-                    break;
-                }
-            }
-        }
-        self.head = h;
-        self.tick += self.tick_step * i as i64;
-        if !split && self.tick >= self.renorm_fx {
-            self.renormalise();
-        }
-        (i, split)
-    }
-
-    /// Ends a run that [`LeanAlpha::dequeue_many_shared`] stopped on its last packet: the next
-    /// message starts (as in [`LeanAlpha::dequeue_many`]) and the clock is checked.
-    pub fn settle(&mut self) {
-        if self.head.left == 0 {
-            if let Some(e) = self.pop() {
-                self.head = e;
-            }
-        }
-        if self.tick >= self.renorm_fx {
-            self.renormalise();
-        }
-    }
-
-    /// Takes `from`'s state (a lane that [`LeanAlpha::can_share_with`] this one, or the
-    /// reverse), with every priority at this lane's α.
-    pub fn copy_state_from(&mut self, from: &Self) {
-        let d = self.alpha - from.alpha;
-        let at = |e: &Entry<T>| Entry { key: e.key.saturating_add(d * i64::from(e.left)), ..*e };
-        self.tick = from.tick;
-        self.renormalisations = from.renormalisations;
-        self.seq = from.seq;
-        self.waiting = from.waiting;
-        self.head = at(&from.head);
-        for c in 0..LEAN_CLASSES {
-            let (q, fq) = (&mut self.queues[c], &from.queues[c]);
-            q.head = 0;
-            q.tail = 0;
-            let m = fq.buf.len() - 1;
-            for k in 0..fq.tail.wrapping_sub(fq.head) {
-                q.push(at(&fq.buf[fq.head.wrapping_add(k) & m]));
-            }
-            self.keys[c] = if q.is_empty() { i64::MAX } else { q.front().key };
-        }
-        self.preempted.clear();
-        self.preempted.extend(from.preempted.iter().map(at));
     }
 }
 

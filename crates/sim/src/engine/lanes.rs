@@ -299,31 +299,9 @@ pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, pa
     }
 }
 
-/// [`replay`] for lean alpha lanes (open loops), all of them together: each step is decoded once,
-/// and lanes of neighbouring α that take the same decisions share one state (see
-/// [`LeanAlpha::pick_at`]'s section in the policy crate): a group of lanes `s..=e` keeps its state
-/// in lane `s` (the lowest α), checks each decision at its two ends, splits where they differ and
-/// joins again when the queues empty (all at once: every lane is busy at the same packets). Every
-/// lane still records its own deliveries in its own order, and at the end of the chunk every lane
-/// holds its own state again.
+/// [`replay`] for lean alpha lanes (open loops), all of them together: each step is decoded once.
 #[inline(never)]
 fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
-    // Lane k can share a state with lane k + 1 (fixed α, not decreasing, same lengths).
-    let joins: Vec<bool> = lanes.windows(2).map(|w| w[0].0.can_share_with(w[1].0)).collect();
-    // The groups when every lane may share: the runs of joinable lanes.
-    let mut whole: Vec<(usize, usize)> = Vec::new();
-    for k in 0..lanes.len() {
-        if k > 0 && joins[k - 1] {
-            whole.last_mut().expect("a group").1 = k;
-        } else {
-            whole.push((k, k));
-        }
-    }
-    let alpha: Vec<i64> = lanes.iter().map(|(p, _)| p.alpha_fx().unwrap_or(0)).collect();
-    // Lanes start a chunk each with its own state: one group when the queues are empty.
-    let mut groups: Vec<(usize, usize)> =
-        if lanes[0].0.is_empty() { whole.clone() } else { (0..lanes.len()).map(|k| (k, k)).collect() };
-    let mut next: Vec<(usize, usize)> = Vec::with_capacity(lanes.len());
     let mut served = 0;
     // A lone message is bypassed by every lean lane alike.
     let mut alone: Option<(Msg, usize)> = None;
@@ -333,13 +311,10 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
             let times = &path.times[served..upto];
             match &mut alone {
                 None => {
-                    next.clear();
-                    for &(a, b) in &groups {
-                        serve_lean(lanes, &alpha, a, b, times, &mut next);
-                    }
-                    std::mem::swap(&mut groups, &mut next);
-                    if groups.len() > whole.len() && lanes[0].0.is_empty() {
-                        groups.clone_from(&whole);
+                    for (p, st) in lanes.iter_mut() {
+                        let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
+                        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+                        st.packets_out += got;
                     }
                 }
                 Some((m, left)) => {
@@ -358,40 +333,26 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
             served = upto;
         }
         match s.kind {
-            Kind::Alone => {
-                for &(a, _) in &groups {
-                    lanes[a].0.bypass(u64::from(s.msg.len));
-                }
-                match lone_sent_whole(path, k, upto, s.msg.len) {
-                    Some(end) => {
-                        let now = path.times[end - 1];
-                        for (_, st) in lanes.iter_mut() {
-                            st.packets_out += u64::from(s.msg.len);
-                            st.delivered_plain(s.msg.t, s.msg.len, now);
-                        }
-                        served = end;
+            Kind::Alone => match lone_sent_whole(path, k, upto, s.msg.len) {
+                Some(end) => {
+                    let now = path.times[end - 1];
+                    for (p, st) in lanes.iter_mut() {
+                        p.bypass(u64::from(s.msg.len));
+                        st.packets_out += u64::from(s.msg.len);
+                        st.delivered_plain(s.msg.t, s.msg.len, now);
                     }
-                    None => alone = Some((s.msg, s.msg.len as usize)),
+                    served = end;
                 }
-            }
+                None => {
+                    for (p, _) in lanes.iter_mut() {
+                        p.bypass(u64::from(s.msg.len));
+                    }
+                    alone = Some((s.msg, s.msg.len as usize));
+                }
+            },
             Kind::Arrive => {
-                let len = s.msg.len;
-                let mut g = 0;
-                while g < groups.len() {
-                    let (a, b) = groups[g];
-                    if a < b {
-                        let p = &*lanes[a].0;
-                        let at_a = p.preempts_at(len, 0);
-                        if at_a != p.preempts_at(len, alpha[b] - alpha[a]) {
-                            // The lanes that preempt are those of α on one side of a threshold.
-                            let cut = (a + 1..=b).find(|&j| p.preempts_at(len, alpha[j] - alpha[a]) != at_a).expect("the ends differ");
-                            split_at(lanes, a, cut);
-                            groups[g] = (a, cut - 1);
-                            groups.insert(g + 1, (cut, b));
-                        }
-                    }
-                    lanes[a].0.enqueue(s.msg.t, s.msg.len);
-                    g += 1;
+                for (p, _) in lanes.iter_mut() {
+                    p.enqueue(s.msg.t, s.msg.len);
                 }
             }
             other => {
@@ -403,100 +364,6 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
     debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
-    for &(a, b) in &groups {
-        if a < b {
-            for j in a + 1..=b {
-                split_at(lanes, a, j);
-            }
-        }
-    }
-}
-
-/// Gives lane `cut` the state of lane `a` (which holds the state of a group `a..=b`, `cut` in
-/// `a + 1..=b`) at its own α.
-#[inline(never)]
-fn split_at(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], a: usize, cut: usize) {
-    let (lo, hi) = lanes.split_at_mut(cut);
-    hi[0].0.copy_state_from(lo[a].0);
-}
-
-/// Sends the packets starting at `times` through the group of lanes `a..=b` (state in lane `a`),
-/// splitting it where its ends would take different messages; the groups it ends as are pushed to
-/// `out`, in order.
-#[inline(always)]
-fn serve_lean(
-    lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)],
-    alpha: &[i64],
-    a: usize,
-    b: usize,
-    times: &[f64],
-    out: &mut Vec<(usize, usize)>,
-) {
-    if a == b {
-        let (p, st) = &mut lanes[a];
-        let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
-        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-        st.packets_out += got;
-        out.push((a, b));
-        return;
-    }
-    let d = alpha[b] - alpha[a];
-    let Some(((p, st0), rest)) = lanes[a..=b].split_first_mut() else { unreachable!("a group") };
-    let (got, split) = p.dequeue_many_shared(times.len() as u64, d, |i, t, len| {
-        let now = times[i as usize];
-        st0.delivered_plain(t, len, now);
-        for (_, st) in rest.iter_mut() {
-            st.delivered_plain(t, len, now);
-        }
-    });
-    st0.packets_out += got;
-    for (_, st) in rest.iter_mut() {
-        st.packets_out += got;
-    }
-    if split {
-        split_and_serve(lanes, alpha, a, b, &times[got as usize..], out);
-    } else {
-        out.push((a, b));
-    }
-}
-
-/// The group `a..=b` stopped before its next message, on which its ends differ: the lanes of each
-/// next message form an interval of α and become a group of their own, with a copy of the state
-/// at its lowest α; each serves the rest of the `times`.
-#[inline(never)]
-fn split_and_serve(
-    lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)],
-    alpha: &[i64],
-    a: usize,
-    b: usize,
-    times: &[f64],
-    out: &mut Vec<(usize, usize)>,
-) {
-    let mut parts: Vec<(usize, usize)> = Vec::new();
-    let mut start = a;
-    let mut pick = lanes[a].0.pick_at(0);
-    for j in a + 1..=b {
-        let pj = lanes[a].0.pick_at(alpha[j] - alpha[a]);
-        if pj != pick {
-            parts.push((start, j - 1));
-            start = j;
-            pick = pj;
-        }
-    }
-    parts.push((start, b));
-    debug_assert!(parts.len() > 1, "the ends differ");
-    // Every copy is taken before lane a's state moves on.
-    for &(s0, _) in &parts[1..] {
-        split_at(lanes, a, s0);
-    }
-    for (s0, e0) in parts {
-        if times.is_empty() {
-            lanes[s0].0.settle();
-            out.push((s0, e0));
-        } else {
-            serve_lean(lanes, alpha, s0, e0, times, out);
-        }
-    }
 }
 
 /// The packet starts at `times`, in a row with no arrival between them: every queue sends one
