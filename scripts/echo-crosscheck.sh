@@ -49,7 +49,8 @@
 #   91%) and the sign test below. `pooled` pools each side's RTTs over all its short runs and takes
 #   the ratio of the pools' p50 (p99), with a 95% bootstrap interval over the pairs (BOOT resamples
 #   of the pairs with replacement, the two sides of a pair kept together); significance: the
-#   bootstrap's share of ratios <= 1. Each row prints the other estimator beside the verdict.
+#   bootstrap's share of ratios <= 1. SHOW_OTHER=1 prints the other estimator beside the verdict
+#   (not judged).
 #   The median of pairs is the default because it was the repeatable one: over three whole client
 #   runs (02:23-02:29 UTC, 2026-11-25) its p99 ratios were 1.01-1.03 (1 KiB), 1.00 (64 KiB) and
 #   1.00-1.01 (1 MiB), the pooled p99 ratios 0.87-2.29, 1.01-1.07 and 0.75-1.33 (a pooled tail
@@ -100,6 +101,7 @@ CLIENT_ESTIMATOR=${CLIENT_ESTIMATOR:-pairs}
 SERVER_CLIENT=${SERVER_CLIENT:-burst}
 SERVER_GROUPING=${SERVER_GROUPING:-pairs}
 BOOT=${BOOT:-1000}
+SHOW_OTHER=${SHOW_OTHER:-0}
 STRICT=${STRICT:-0}
 IOURING_VS=${IOURING_VS:-"naive iosubmit splice"}
 LIMIT=${LIMIT:-1.05}
@@ -327,13 +329,14 @@ if [[ " $PARTS " == *" servers "* ]]; then
     done
 fi
 
-python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" "$SECONDS" "$CLIENT_PAIRS" "$CLIENT_ESTIMATOR" "$BOOT" "$SERVER_CLIENT" <<'PY'
+python3 - "$work" "$REPS" "$SIZES" "$LIMIT" "$P99_LIMIT" "$STRICT" "$IOURING_VS" "$MODES" "$SECONDS" "$CLIENT_PAIRS" "$CLIENT_ESTIMATOR" "$BOOT" "$SERVER_CLIENT" "$SHOW_OTHER" <<'PY'
 import glob, math, os, random, statistics, sys
 work, reps, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3].split()]
 lim50, lim99, strict = float(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1"
 iouring_vs = sys.argv[7].split()
 modes = sys.argv[8].split()
 client_pairs, client_est, boot, server_client = int(sys.argv[10]), sys.argv[11], int(sys.argv[12]), sys.argv[13]
+show_other = sys.argv[14] == "1"
 
 def pct(v, p):
     """Nearest-rank percentile of a sorted list."""
@@ -428,7 +431,9 @@ def row(what, size, o, s, o_name, est, info=False):
     def span(x):
         return f"{min(stat(v, 0) for v in x.values()):.0f}-{max(stat(v, 0) for v in x.values()):.0f}"
     name2 = "median of pairs" if est == "pooled" else "pooled"
-    spread = f"p50 runs {span(o)} vs {span(s)}; {name2} {other[0]} / {other[1]}"
+    spread = f"p50 runs {span(o)} vs {span(s)}"
+    if show_other:
+        spread += f"; {name2}, not judged: {other[0]} / {other[1]}"
     verdict = "info, no limit" if info else "; ".join(verdicts) if verdicts else "ok"
     po, ps = pooled(o, pairs), pooled(s, pairs)
     if est == "pooled":
