@@ -497,8 +497,7 @@ pub fn run_targets(
 /// CPU time of the calling thread, ns (`CLOCK_THREAD_CPUTIME_ID`: exact, unlike getrusage's
 /// tick-based split).
 fn thread_cpu_ns() -> u64 {
-    // SAFETY: a zeroed timespec is a valid out-buffer.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is live; clock_gettime writes one timespec.
     if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
         return 0;
