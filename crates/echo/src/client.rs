@@ -861,40 +861,39 @@ mod tests {
         ts.join().unwrap();
     }
 
+    /// Ten 1000-byte rounds against two test servers (each given as `test_server`'s close-after
+    /// and corrupt-at), which must fail: the error, its message and the two addresses.
+    fn two_targets_fail(a: (usize, Option<usize>), b: (usize, Option<usize>)) -> (EchoError, String, SocketAddr, SocketAddr) {
+        let (first, t1) = test_server(Duration::ZERO, a.0, a.1);
+        let (second, t2) = test_server(Duration::ZERO, b.0, b.1);
+        let cfg = BurstConfig::new(first, Size(1000), 10);
+        let err = run_targets(&cfg, &[first, second], &AtomicBool::new(false), |_, _| {}).unwrap_err();
+        t1.join().unwrap();
+        t2.join().unwrap();
+        let msg = err.to_string();
+        (err, msg, first, second)
+    }
+
     /// A wrong byte from the second target is a mismatch that names it.
     #[test]
     fn interleaved_targets_check_every_byte() {
-        let size = 1000usize;
-        let (good, tg) = test_server(Duration::ZERO, usize::MAX, None);
-        let (bad, tb) = test_server(Duration::ZERO, usize::MAX, Some(5 * size + 17));
-        let cfg = BurstConfig::new(good, Size(size as u64), 10);
-        let err = run_targets(&cfg, &[good, bad], &AtomicBool::new(false), |_, _| {}).unwrap_err();
-        let msg = err.to_string();
+        let (err, msg, _, bad) = two_targets_fail((usize::MAX, None), (usize::MAX, Some(5 * 1000 + 17)));
         assert!(
             matches!(&err, EchoError::Target { index: 2, err, .. } if matches!(**err, EchoError::Mismatch { round: 5, offset: 17, .. })),
             "{msg}"
         );
         assert!(msg.starts_with(&format!("target 2 ({bad}): echo mismatch in round 5 at byte 17")), "{msg}");
-        tg.join().unwrap();
-        tb.join().unwrap();
     }
 
     /// A target that closes the connection in the middle of the run is an error naming it.
     #[test]
     fn a_target_that_closes_early_is_named() {
-        let size = 1000usize;
-        let (good, tg) = test_server(Duration::ZERO, usize::MAX, None);
-        let (early, te) = test_server(Duration::ZERO, 3 * size + 10, None);
-        let cfg = BurstConfig::new(good, Size(size as u64), 10);
-        let err = run_targets(&cfg, &[early, good], &AtomicBool::new(false), |_, _| {}).unwrap_err();
-        let msg = err.to_string();
+        let (err, msg, early, _) = two_targets_fail((3 * 1000 + 10, None), (usize::MAX, None));
         assert!(
             matches!(&err, EchoError::Target { index: 1, err, .. } if matches!(**err, EchoError::Closed { round: 3, got: 10, .. })),
             "{msg}"
         );
         assert!(msg.contains(&format!("target 1 ({early}): the server closed the connection in round 3")), "{msg}");
-        tg.join().unwrap();
-        te.join().unwrap();
     }
 
     /// A target where nothing listens is named before any round runs.

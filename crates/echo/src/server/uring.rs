@@ -557,7 +557,7 @@ mod tests {
     use std::net::{Shutdown, TcpStream};
     use std::time::{Duration, Instant};
 
-    use crate::server::{Mode, Server, ServerConfig, UringData};
+    use crate::server::{Mode, Server, ServerConfig, ServerReport, UringData};
 
     fn start(data: UringData) -> Option<Server> {
         if let Err(e) = Mode::IoUring.probe() {
@@ -585,6 +585,17 @@ mod tests {
         if let Some(k) = (0..n).find(|&k| b[k] != byte(from + k as u64)) {
             panic!("wrong byte at stream position {}", from + k as u64);
         }
+    }
+
+    /// A server on `data` serving one connection [`small_large_small`] and shut down: its report
+    /// and the bytes sent (None: no io_uring here).
+    fn serve_small_large_small(data: UringData) -> Option<(ServerReport, u64)> {
+        let srv = start(data)?;
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let total = small_large_small(&mut s);
+        finished(&srv, 1);
+        Some((srv.shutdown(), total))
     }
 
     /// 1 KiB rounds, then 8 MiB streamed, then 1 KiB rounds again, on one connection.
@@ -625,12 +636,7 @@ mod tests {
     /// brings 32 KiB or more), and every byte comes back once and in order across the switch.
     #[test]
     fn auto_switches_to_splice_and_keeps_the_bytes_in_order() {
-        let Some(srv) = start(UringData::Auto) else { return };
-        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let total = small_large_small(&mut s);
-        finished(&srv, 1);
-        let rep = srv.shutdown();
+        let Some((rep, total)) = serve_small_large_small(UringData::Auto) else { return };
         let d = rep.uring_data.as_ref().unwrap();
         assert_eq!((d.requested, d.spliced, d.copied, d.switched), (UringData::Auto, 0, 0, 1), "{rep}");
         assert_eq!(rep.bytes_echoed, total, "{rep}");
@@ -646,12 +652,7 @@ mod tests {
     #[test]
     fn copy_and_splice_stay_on_their_path() {
         for data in [UringData::Copy, UringData::Splice] {
-            let Some(srv) = start(data) else { return };
-            let mut s = TcpStream::connect(srv.local_addr()).unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-            let total = small_large_small(&mut s);
-            finished(&srv, 1);
-            let rep = srv.shutdown();
+            let Some((rep, total)) = serve_small_large_small(data) else { return };
             let d = rep.uring_data.as_ref().unwrap();
             let want = if data == UringData::Copy { (0, 1, 0) } else { (1, 0, 0) };
             assert_eq!((d.spliced, d.copied, d.switched), want, "{rep}");
