@@ -57,6 +57,9 @@ impl FromStr for Size {
             return Err(bad("expected a whole number with an optional unit: 64 (KiB), 1B, 4K, 1M"));
         }
         let n: u64 = num.parse().map_err(|_| bad("number too large"))?;
+        if unit.starts_with(['.', ',']) {
+            return Err(bad("sizes are whole numbers; give a fraction of a KiB in bytes, e.g. 1536B for 1.5 KiB"));
+        }
         let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "k" | "kb" | "kib" => 1 << 10,
             "b" => 1,
@@ -88,6 +91,8 @@ mod tests {
         assert_eq!(p("1b").unwrap(), 1);
         assert_eq!(p("4K").unwrap(), 4096);
         assert_eq!(p("4KiB").unwrap(), 4096);
+        let e = p("1.5").unwrap_err().to_string();
+        assert!(e.contains("whole numbers") && e.contains("1536B"), "{e}");
         assert_eq!(p("1M").unwrap(), 1 << 20);
         assert_eq!(p("1500B").unwrap(), 1500);
         for bad in ["0", "0B", "", "K", "-1", "1.5K", "4X", "1T", "99999999999999999999"] {
