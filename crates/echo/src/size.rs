@@ -46,8 +46,9 @@ impl fmt::Display for Size {
 impl FromStr for Size {
     type Err = EchoError;
 
-    /// Parses `N` (KiB, as in the seed), `NB` (bytes), `NK`/`NKiB`, `NM`/`NMiB`, `NG`/`NGiB`
-    /// (binary units, case-insensitive; `KB`/`MB` are read as KiB/MiB too).
+    /// Parses `N` (KiB, as in the seed), `N.F` (decimal KiB of at least 1, rounded down to bytes as
+    /// test-burst does), `NB` (bytes), `NK`/`NKiB`, `NM`/`NMiB`, `NG`/`NGiB` (binary units,
+    /// case-insensitive; `KB`/`MB` are read as KiB/MiB too).
     fn from_str(s: &str) -> Result<Self, EchoError> {
         let bad = |reason: &str| EchoError::BadSize { input: s.to_string(), reason: reason.to_string() };
         let t = s.trim();
@@ -57,8 +58,17 @@ impl FromStr for Size {
             return Err(bad("expected a whole number with an optional unit: 64 (KiB), 1B, 4K, 1M"));
         }
         let n: u64 = num.parse().map_err(|_| bad("number too large"))?;
-        if unit.starts_with(['.', ',']) {
-            return Err(bad("sizes are whole numbers; give a fraction of a KiB in bytes, e.g. 1536B for 1.5 KiB"));
+        if let Some(frac) = unit.strip_prefix('.').filter(|f| !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit())) {
+            // A bare decimal number of KiB, as test-burst reads it (bytes = KiB·1024, rounded down).
+            let kib: f64 = format!("{num}.{frac}").parse().map_err(|_| bad("not a number"))?;
+            if kib < 1.0 {
+                return Err(bad("below 1 KiB the original test-burst sends a 128 KiB burst instead; give bytes, e.g. 512B"));
+            }
+            let bytes = (kib * 1024.0) as u64;
+            if bytes > MAX_SIZE {
+                return Err(bad(&format!("larger than the {} limit", Size(MAX_SIZE))));
+            }
+            return Ok(Size(bytes));
         }
         let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "k" | "kb" | "kib" => 1 << 10,
@@ -91,11 +101,14 @@ mod tests {
         assert_eq!(p("1b").unwrap(), 1);
         assert_eq!(p("4K").unwrap(), 4096);
         assert_eq!(p("4KiB").unwrap(), 4096);
-        let e = p("1.5").unwrap_err().to_string();
-        assert!(e.contains("whole numbers") && e.contains("1536B"), "{e}");
+        assert_eq!(p("1.5").unwrap(), 1536, "a decimal number of KiB, as test-burst reads it");
+        assert_eq!(p("2.0001").unwrap(), 2048);
+        let e = p("0.5").unwrap_err().to_string();
+        assert!(e.contains("128 KiB") && e.contains("512B"), "{e}");
+        assert!(p("99999999999.5").is_err(), "over the limit");
         assert_eq!(p("1M").unwrap(), 1 << 20);
         assert_eq!(p("1500B").unwrap(), 1500);
-        for bad in ["0", "0B", "", "K", "-1", "1.5K", "4X", "1T", "99999999999999999999"] {
+        for bad in ["0", "0B", "", "K", "-1", "1.5K", "1.", ".5", "1.5.5", "4X", "1T", "99999999999999999999"] {
             assert!(p(bad).is_err(), "{bad} should be rejected");
         }
         assert!(p("1G").is_err(), "above MAX_SIZE");
