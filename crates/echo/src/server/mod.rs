@@ -122,7 +122,7 @@ pub enum UringData {
     /// Each connection starts on `copy` and moves to `splice` for good at its first receive of
     /// at least [`AUTO_SPLICE_AT`] (32 KiB: large messages, or a stream): small rounds keep copy's
     /// single system call, large ones get splice's page moves. The default: in interleaved runs
-    /// it matched copy at 1 KiB (splice 0-1.6% slower there) and splice at 64 KiB and 1 MiB
+    /// it matched copy at 1 KiB (splice within 1% of it there) and splice at 64 KiB and 1 MiB
     /// (copy, i.e. switching only at a full 128 KiB buffer, 5-6% slower at 64 KiB).
     #[default]
     Auto,
