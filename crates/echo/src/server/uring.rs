@@ -318,13 +318,6 @@ impl Loop {
                             Step::Done(r) => close(&sh, &mut conns, &mut free, slot, r),
                         }
                     }
-                    SENDL => {
-                        // A linked send failed or fell short; the receive behind it is gone.
-                        match self.link_failed(&mut conns, slot, res) {
-                            None => inflight += 1,
-                            Some(r) => close(&sh, &mut conns, &mut free, slot, r),
-                        }
-                    }
                     RECV => {
                         let Some(conn) = conns[slot].as_mut() else { continue };
                         let Path::Copy(cs) = &mut conn.path else { continue };
@@ -351,9 +344,12 @@ impl Loop {
                             close(&sh, &mut conns, &mut free, slot, r);
                         }
                     }
-                    SEND => {
+                    SEND | SENDL => {
                         let Some(conn) = conns[slot].as_mut() else { continue };
                         let Path::Copy(cs) = &mut conn.path else { continue };
+                        // A linked send completes only when it failed or fell short; the
+                        // receive behind it is then gone, and the rest is sent alone.
+                        cs.linked = 0;
                         if res >= 0 {
                             cs.sent += res as usize;
                             if cs.sent < cs.len {
@@ -460,26 +456,6 @@ impl Loop {
         }
         self.push(send);
         self.push(recv);
-    }
-
-    /// A linked send failed or fell short (`res`: the bytes it sent, or -errno) and the receive
-    /// behind it was cancelled: sends the rest alone (or, after an error, returns how the
-    /// connection ends).
-    fn link_failed(&mut self, conns: &mut [Option<Conn>], slot: usize, res: i32) -> Option<io::Result<()>> {
-        let c = conns[slot].as_mut().expect("a linked send's connection lives until it completes");
-        let Path::Copy(cs) = &mut c.path else { unreachable!("linked send on a splice connection") };
-        cs.linked = 0;
-        if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
-            return Some(Err(io::Error::from_raw_os_error(-res)));
-        }
-        cs.sent += res.max(0) as usize;
-        if cs.sent < cs.len {
-            self.send(conns, slot);
-        } else {
-            c.bytes += cs.len as u64;
-            self.recv(conns, slot);
-        }
-        None
     }
 
     /// `auto`: the connection's copy is out; it moves to splice (a pipe, a non-blocking socket)
