@@ -381,7 +381,7 @@ def pooled(rs, keys):
     v.sort()
     return v
 
-def est_pairs(o, s, pairs, i):
+def est_pairs(o, s, pairs, i, rng=None):
     """Median over the pairs of the paired ratio; distribution-free CI; sign test."""
     paired = sorted(stat(s[r], i) / stat(o[r], i) for r in pairs)
     k, _ = median_ci(len(paired))
@@ -415,10 +415,11 @@ def row(what, size, o, s, o_name, est, info=False):
     ratios, verdicts, cis, other = [], [], [], []
     for i, (st, lim) in enumerate([("p50", lim50), ("p99", lim99)]):
         first, second = (est_pooled, est_pairs) if est == "pooled" else (est_pairs, est_pooled)
-        ratio, ci, p, why = first(o, s, pairs, i, rng) if first is est_pooled else first(o, s, pairs, i)
-        r2, ci2, _, _ = second(o, s, pairs, i, rng) if second is est_pooled else second(o, s, pairs, i)
+        ratio, ci, p, why = first(o, s, pairs, i, rng)
         cis.append(f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else "")
-        other.append(f"{r2:.2f}" + (f" [{ci2[0]:.2f}-{ci2[1]:.2f}]" if ci2 else ""))
+        if show_other:
+            r2, ci2, _, _ = second(o, s, pairs, i, rng)
+            other.append(f"{r2:.2f}" + (f" [{ci2[0]:.2f}-{ci2[1]:.2f}]" if ci2 else ""))
         ratios.append(ratio)
         if ratio <= lim or info:
             continue
