@@ -165,6 +165,98 @@ impl LengthDist {
     }
 }
 
+/// Breakpoints a [`LengthTable`] holds at most (it then covers up to one more length interval).
+const TABLE_BREAKS: usize = 7;
+
+/// [`LengthDist::sample`] as a look-up: the function is a step function of `u` (piecewise
+/// constant, with finitely many steps), so its value is the value of the last step at or below
+/// `u`. The steps are found once, exactly (by bisection on the bits of `u`), so a draw gives the
+/// same length bit for bit as the formula, without its division and without a branch on the
+/// range; the generator draws one per message.
+#[derive(Clone, Debug)]
+pub struct LengthTable {
+    /// Where each step after the first starts, increasing; +∞ past the last.
+    breaks: [f64; TABLE_BREAKS],
+    /// The length on each step (`lens[k]` for `u` at or past `k` breakpoints).
+    lens: [u32; TABLE_BREAKS + 1],
+}
+
+impl LengthTable {
+    /// The length for `u` in [0, 1): as [`LengthDist::sample`].
+    #[inline(always)]
+    pub fn sample(&self, u: f64) -> u32 {
+        let k: usize = self.breaks.iter().map(|&b| usize::from(u >= b)).sum();
+        self.lens[k % (TABLE_BREAKS + 1)]
+    }
+}
+
+impl LengthDist {
+    /// The look-up form of [`LengthDist::sample`], or `None` when it has more steps than a table
+    /// holds (then the formula is used).
+    pub fn table(&self) -> Option<LengthTable> {
+        // Candidate step starts: each range's first u, and within a range the first u at which
+        // each further length is reached (the formula is non-decreasing in u within a range:
+        // every operation in it rounds monotonically).
+        let mut starts = Vec::new();
+        for (i, r) in self.ranges.iter().enumerate() {
+            let lo = if i == 0 { 0.0 } else { self.cum[i - 1] };
+            let hi = if i + 1 == self.ranges.len() { 1.0 } else { self.cum[i] };
+            if !(lo < hi) {
+                continue; // no u selects this range
+            }
+            if i > 0 {
+                starts.push(lo);
+            }
+            for len in r.low + 1..=r.high {
+                match first_at_least(|u| self.sample(u), lo, hi, len) {
+                    Some(u) => starts.push(u),
+                    None => break,
+                }
+                if starts.len() > 4 * TABLE_BREAKS {
+                    return None;
+                }
+            }
+        }
+        starts.sort_by(f64::total_cmp);
+        starts.dedup();
+        // Keep the starts where the length changes.
+        let mut breaks = Vec::new();
+        let mut lens = vec![self.sample(0.0)];
+        for &u in &starts {
+            let l = self.sample(u);
+            if l != *lens.last().expect("one at least") {
+                breaks.push(u);
+                lens.push(l);
+            }
+        }
+        if breaks.len() > TABLE_BREAKS {
+            return None;
+        }
+        let mut t = LengthTable { breaks: [f64::INFINITY; TABLE_BREAKS], lens: [0; TABLE_BREAKS + 1] };
+        t.breaks[..breaks.len()].copy_from_slice(&breaks);
+        t.lens[..lens.len()].copy_from_slice(&lens);
+        Some(t)
+    }
+}
+
+/// The least `u` in [lo, hi) (0 <= lo < hi <= 1) with `f(u) >= target`, for `f` non-decreasing
+/// there, by bisection on the bit patterns (which order like the values for non-negative floats).
+fn first_at_least(f: impl Fn(f64) -> u32, lo: f64, hi: f64, target: u32) -> Option<f64> {
+    let (mut a, mut b) = (lo.to_bits(), hi.to_bits() - 1); // b: the last float below hi
+    if f(f64::from_bits(b)) < target {
+        return None;
+    }
+    while a < b {
+        let m = a + (b - a) / 2;
+        if f(f64::from_bits(m)) >= target {
+            b = m;
+        } else {
+            a = m + 1;
+        }
+    }
+    Some(f64::from_bits(a))
+}
+
 /// Which scheduling strategy a queue runs: a policy of the shared vocabulary
 /// ([`schedlab_policy::spec`]), parsed in the simulator's dialect by [`parse_strategy`].
 pub type Strategy = PolicySpec;
@@ -406,6 +498,45 @@ pub fn check_traffic(t: f64) -> Result<f64, ModelError> {
 
 #[cfg(test)]
 mod tests {
+    /// The table gives the formula's length for every u: at, just below and just above each
+    /// step, and at a million random points, for the report's distribution and others.
+    #[test]
+    fn length_table_equals_the_formula() {
+        let dists = [
+            LengthDist::report_default(),
+            LengthDist::new(&[(1, 1, 50.0), (100, 100, 50.0)]).unwrap(),
+            LengthDist::new(&[(10, 12, 33.3), (1, 3, 33.3), (7, 7, 33.4)]).unwrap(),
+            LengthDist::new(&[(3, 3, 100.0)]).unwrap(),
+            LengthDist::new(&[(1, 8, 100.0)]).unwrap(),
+        ];
+        let mut s = 0x9e37_79b9_u64;
+        for d in &dists {
+            let t = d.table().expect("a small distribution has a table");
+            let mut check = |u: f64| {
+                if (0.0..1.0).contains(&u) {
+                    assert_eq!(t.sample(u), d.sample(u), "{d:?} at u = {u:e}");
+                }
+            };
+            for &b in t.breaks.iter().filter(|b| b.is_finite()) {
+                for u in [b, f64::from_bits(b.to_bits() - 1), f64::from_bits(b.to_bits() + 1)] {
+                    check(u);
+                }
+            }
+            for &c in &d.cum {
+                check(c);
+                check(f64::from_bits(c.to_bits() - 1));
+            }
+            check(0.0);
+            check(f64::from_bits(1.0f64.to_bits() - 1));
+            for _ in 0..1_000_000 {
+                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                check((s >> 11) as f64 * (1.0 / (1u64 << 53) as f64));
+            }
+        }
+        // Too many steps for a table: the formula is used.
+        assert!(LengthDist::new(&[(1, 100, 100.0)]).unwrap().table().is_none());
+    }
+
     use super::*;
 
     /// A count near `u64::MAX` is refused with the limit, not an overflow (found by the

@@ -11,7 +11,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::run::Control;
 use super::{Arrivals, Msg, SimConfig};
 use crate::expo::Ziggurat;
-use crate::model::{Service, TraceArrival};
+use crate::model::{LengthTable, Service, TraceArrival};
 
 /// What happens at one step of the shared sample path, as every lane sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,6 +148,8 @@ pub(super) struct Generator<'a> {
     pub(super) finished: bool,
     since_poll: u32,
     pub(super) interrupted: bool,
+    /// The length distribution as a look-up table, when it has one (the fast generator's draws).
+    lengths: Option<LengthTable>,
 }
 
 impl<'a> Generator<'a> {
@@ -212,6 +214,7 @@ impl<'a> Generator<'a> {
             finished: false,
             since_poll: 0,
             interrupted: false,
+            lengths: cfg.dist.table(),
         };
         g.t_arr = g.peek_arrival();
         g
@@ -366,6 +369,7 @@ impl<'a> Generator<'a> {
         let mut service = self.rng.service.clone();
         let mut arrival = self.rng.arrival.clone();
         let mut length = self.rng.length.clone();
+        let table = self.lengths.clone();
         // The step of the last arrival, when it found the queue empty.
         let mut lone: Option<usize> = None;
         while !self.finished {
@@ -410,7 +414,10 @@ impl<'a> Generator<'a> {
             }
             self.now = t;
             let u: f64 = length.random();
-            let len = self.cfg.dist.sample(u);
+            let len = match &table {
+                Some(t) => t.sample(u),
+                None => self.cfg.dist.sample(u),
+            };
             t_arr = t + mean_gap * zig.sample(&mut arrival);
             let seq = self.seq_per_app[0];
             self.seq_per_app[0] = seq.wrapping_add(1);

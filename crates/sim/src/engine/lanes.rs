@@ -7,6 +7,7 @@ use super::statistics::{Acc, LaneStats, LatStats, StrategyResult};
 use super::{Msg, SimConfig};
 use crate::model::{listing_alpha, Strategy};
 
+#[derive(Clone)]
 pub(super) struct Lane {
     /// §10 class α values (for the per-class tables) and §11 asked for.
     class_alphas: Vec<f64>,

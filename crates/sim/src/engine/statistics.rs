@@ -189,6 +189,7 @@ pub fn ci95(bmeans: &[f64]) -> f64 {
 }
 
 /// Statistics of one lane (one strategy).
+#[derive(Clone)]
 pub(super) struct LaneStats {
     pub(super) by_len: Vec<Acc>,
     /// Per-class or per-application statistics are kept (`by_class` or `last_seq` non-empty).
