@@ -61,6 +61,7 @@ impl<E: Copy> Ring<E> {
     }
 
     /// Inserts `e` so that `idx` elements stay in front of it (`idx <= len`); O(idx).
+    #[inline]
     pub fn insert(&mut self, idx: usize, e: E) {
         debug_assert!(idx <= self.len());
         if self.len() == self.buf.len() {

@@ -157,7 +157,7 @@ impl Lane {
         let st = &mut self.stats;
         if let Some(p) = &mut self.lean {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use lean lanes");
-            return replay_lean(&mut [(p, st)], path);
+            return replay_joint(&mut [(p, st)], path);
         }
         if let Some(p) = &mut self.plain {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use plain lanes");
@@ -283,28 +283,96 @@ fn lone_sent_whole(path: &Path, k: usize, upto: usize, len: u32) -> Option<usize
 }
 
 /// Replays a chunk through a group of lanes: the lean alpha lanes together, step by step (each
-/// step is decoded once for all of them, and their branches on it are taken once), the others one
-/// by one. Every lane sees the same calls in the same order as when replayed alone.
+/// step is decoded once for all of them, and their branches on it are taken once), the plain
+/// FIFO/RR lanes together likewise, the others one by one. Every lane sees the same calls in the
+/// same order as when replayed alone.
 pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, path: &Path, none: &mut Vec<u32>) {
     let mut lean: Vec<(&mut LeanAlpha<f64>, &mut LaneStats)> = Vec::new();
+    let mut plain: Vec<(&mut AnyPolicy<Tag>, &mut LaneStats)> = Vec::new();
     for lane in lanes {
-        if lane.lean.is_none() {
-            lane.replay(path, none);
-            continue;
+        match lane {
+            Lane { lean: Some(p), stats, .. } => lean.push((p, stats)),
+            Lane { plain: Some(p), stats, .. } => plain.push((p, stats)),
+            other => other.replay(path, none),
         }
-        let Lane { lean: Some(p), stats, .. } = lane else { unreachable!("a lean lane") };
-        lean.push((p, stats));
     }
     if !lean.is_empty() {
-        replay_lean(&mut lean, path);
+        replay_joint(&mut lean, path);
+    }
+    if !plain.is_empty() {
+        replay_joint(&mut plain, path);
     }
 }
 
-/// [`replay`] for lean alpha lanes (open loops), all of them together: each step is decoded once.
+/// What [`replay_joint`] asks of a lane's scheduler: open loops, messages known by arrival time
+/// and length, lone messages always bypassed.
+trait Joint {
+    /// A message of `len` packets that arrived at `t` joins the queue.
+    fn join(&mut self, t: f64, len: u32);
+    /// Sends one packet at each of `times` (there are that many), recording each message that
+    /// completes in `st`.
+    fn serve(&mut self, times: &[f64], st: &mut LaneStats);
+    /// A lone message of `len` packets is sent whole while nothing waits.
+    fn skip(&mut self, len: u32);
+}
+
+impl Joint for LeanAlpha<f64> {
+    #[inline(always)]
+    fn join(&mut self, t: f64, len: u32) {
+        self.enqueue(t, len);
+    }
+    #[inline(always)]
+    fn serve(&mut self, times: &[f64], st: &mut LaneStats) {
+        let got = self.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
+        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+        st.packets_out += got;
+    }
+    #[inline(always)]
+    fn skip(&mut self, len: u32) {
+        self.bypass(u64::from(len));
+    }
+}
+
+impl Joint for AnyPolicy<Tag> {
+    #[inline(always)]
+    fn join(&mut self, t: f64, len: u32) {
+        // Each kind's own `enqueue`, inlined here (the enum's covers every policy and stays a call).
+        let m = Message::new(Tag { t, len, app: 0 }, 0, len);
+        match self {
+            AnyPolicy::Fifo(p) => p.enqueue(m),
+            AnyPolicy::RoundRobin(p) => p.enqueue(m),
+            AnyPolicy::RoundRobinHead(p) => p.enqueue(m),
+            other => other.enqueue(m),
+        }
+        .expect("validated message");
+    }
+    #[inline(always)]
+    fn serve(&mut self, times: &[f64], st: &mut LaneStats) {
+        match self {
+            AnyPolicy::Fifo(p) => serve::<Tag, _, false>(p, st, times, &mut Vec::new()),
+            AnyPolicy::RoundRobin(p) => serve::<Tag, _, false>(p, st, times, &mut Vec::new()),
+            AnyPolicy::RoundRobinHead(p) => serve::<Tag, _, false>(p, st, times, &mut Vec::new()),
+            other => serve::<Tag, _, false>(other, st, times, &mut Vec::new()),
+        }
+    }
+    #[inline(always)]
+    fn skip(&mut self, len: u32) {
+        let bypassed = match self {
+            AnyPolicy::Fifo(p) => p.bypass(u64::from(len)),
+            AnyPolicy::RoundRobin(p) => p.bypass(u64::from(len)),
+            AnyPolicy::RoundRobinHead(p) => p.bypass(u64::from(len)),
+            other => other.bypass(u64::from(len)),
+        };
+        debug_assert!(bypassed, "plain lanes are FIFO or round robin, which bypass lone messages");
+    }
+}
+
+/// [`replay`] for lanes of one [`Joint`] kind (open loops), all of them together: each step is
+/// decoded once.
 #[inline(never)]
-fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path) {
+fn replay_joint<J: Joint>(lanes: &mut [(&mut J, &mut LaneStats)], path: &Path) {
     let mut served = 0;
-    // A lone message is bypassed by every lean lane alike.
+    // A lone message is bypassed by every lane alike.
     let mut alone: Option<(Msg, usize)> = None;
     for (k, s) in path.steps.iter().enumerate() {
         let upto = s.before as usize;
@@ -313,9 +381,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
             match &mut alone {
                 None => {
                     for (p, st) in lanes.iter_mut() {
-                        let got = p.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
-                        debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-                        st.packets_out += got;
+                        p.serve(times, st);
                     }
                 }
                 Some((m, left)) => {
@@ -338,7 +404,7 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
                 Some(end) => {
                     let now = path.times[end - 1];
                     for (p, st) in lanes.iter_mut() {
-                        p.bypass(u64::from(s.msg.len));
+                        p.skip(s.msg.len);
                         st.packets_out += u64::from(s.msg.len);
                         st.delivered_plain(s.msg.t, s.msg.len, now);
                     }
@@ -346,14 +412,14 @@ fn replay_lean(lanes: &mut [(&mut LeanAlpha<f64>, &mut LaneStats)], path: &Path)
                 }
                 None => {
                     for (p, _) in lanes.iter_mut() {
-                        p.bypass(u64::from(s.msg.len));
+                        p.skip(s.msg.len);
                     }
                     alone = Some((s.msg, s.msg.len as usize));
                 }
             },
             Kind::Arrive => {
                 for (p, _) in lanes.iter_mut() {
-                    p.enqueue(s.msg.t, s.msg.len);
+                    p.join(s.msg.t, s.msg.len);
                 }
             }
             other => {
