@@ -201,7 +201,7 @@ impl LengthDist {
         for (i, r) in self.ranges.iter().enumerate() {
             let lo = if i == 0 { 0.0 } else { self.cum[i - 1] };
             let hi = if i + 1 == self.ranges.len() { 1.0 } else { self.cum[i] };
-            if !(lo < hi) {
+            if lo >= hi {
                 continue; // no u selects this range
             }
             if i > 0 {
