@@ -512,7 +512,7 @@ mod tests {
         let mut s = 0x9e37_79b9_u64;
         for d in &dists {
             let t = d.table().expect("a small distribution has a table");
-            let mut check = |u: f64| {
+            let check = |u: f64| {
                 if (0.0..1.0).contains(&u) {
                     assert_eq!(t.sample(u), d.sample(u), "{d:?} at u = {u:e}");
                 }
