@@ -12,6 +12,7 @@ use super::run::Control;
 use super::{Arrivals, Msg, SimConfig};
 use crate::expo::Ziggurat;
 use crate::model::{LengthTable, Service, TraceArrival};
+use schedlab_report::LogHist;
 
 /// What happens at one step of the shared sample path, as every lane sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +151,10 @@ pub(super) struct Generator<'a> {
     pub(super) interrupted: bool,
     /// The length distribution as a look-up table, when it has one (the fast generator's draws).
     lengths: Option<LengthTable>,
+    /// Latencies of the lone messages (`Kind::Alone`), per length: recorded once here for all
+    /// the lanes that bypass them, which count them without recording (see
+    /// `LaneStats::delivered_lone`).
+    pub(super) lone: Vec<LogHist>,
 }
 
 impl<'a> Generator<'a> {
@@ -215,6 +220,7 @@ impl<'a> Generator<'a> {
             since_poll: 0,
             interrupted: false,
             lengths: cfg.dist.table(),
+            lone: Vec::new(),
         };
         g.t_arr = g.peek_arrival();
         g
@@ -401,7 +407,14 @@ impl<'a> Generator<'a> {
                 self.service_end = t;
                 if let Some(i) = lone.take() {
                     if sent == backlog_end {
-                        out.steps[i].kind = Kind::Alone;
+                        // All its packets have started, the last one last.
+                        let s = &mut out.steps[i];
+                        s.kind = Kind::Alone;
+                        let (t, len) = (s.msg.t, s.msg.len as usize);
+                        if self.lone.len() <= len {
+                            self.lone.resize_with(len + 1, LogHist::new);
+                        }
+                        self.lone[len].record(out.times[out.times.len() - 1] - t);
                     }
                 }
             }

@@ -1,6 +1,7 @@
 //! A lane: one strategy replaying the shared sample path through its policy.
 
 use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, LeanAlpha, Message, Policy};
+use schedlab_report::LogHist;
 
 use super::generator::{Kind, Path};
 use super::statistics::{Acc, LaneStats, LatStats, StrategyResult};
@@ -161,12 +162,7 @@ impl Lane {
         }
         if let Some(p) = &mut self.plain {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use plain lanes");
-            return match p {
-                AnyPolicy::Fifo(p) => replay::<_, _, false>(p, st, path, delivered),
-                AnyPolicy::RoundRobin(p) => replay::<_, _, false>(p, st, path, delivered),
-                AnyPolicy::RoundRobinHead(p) => replay::<_, _, false>(p, st, path, delivered),
-                other => replay::<_, _, false>(other, st, path, delivered),
-            };
+            return replay_joint(&mut [(p, st)], path);
         }
         if delivered.capacity() > 0 {
             // Closed loops: collect the applications whose message was delivered.
@@ -183,10 +179,18 @@ impl Lane {
         }
     }
 
-    pub(super) fn result(&self, qlen: f64) -> StrategyResult {
+    /// The lane's results; `lone` holds the generator's histograms of lone messages per length
+    /// (which the joint lanes count without recording them).
+    pub(super) fn result(&self, qlen: f64, lone: &[LogHist]) -> StrategyResult {
         let st = &self.stats;
-        let by_len: Vec<LatStats> =
-            st.by_len.iter().enumerate().filter(|(_, a)| a.n() > 0).map(|(l, a)| a.stats(l as u32)).collect();
+        let lone = (self.lean.is_some() || self.plain.is_some()).then_some(lone);
+        let by_len: Vec<LatStats> = st
+            .by_len
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.n() > 0)
+            .map(|(l, a)| a.stats_with(l as u32, lone.and_then(|v| v.get(l))))
+            .collect();
         let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
         StrategyResult {
             label: self.strategy.label(),
@@ -194,7 +198,7 @@ impl Lane {
             period_min: periods.iter().copied().fold(f64::INFINITY, f64::min),
             period_max: periods.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             by_len,
-            overall: st.overall().stats(0),
+            overall: st.overall(lone).stats(0),
             by_class: st.by_class.iter().enumerate().map(|(i, a)| a.stats(i as u32)).collect(),
             reordered: st.reordered,
             packets_out: st.packets_out,
@@ -389,7 +393,7 @@ fn replay_joint<J: Joint>(lanes: &mut [(&mut J, &mut LaneStats)], path: &Path) {
                     for (_, st) in lanes.iter_mut() {
                         st.packets_out += times.len() as u64;
                         if done {
-                            st.delivered_plain(m.t, m.len, times[times.len() - 1]);
+                            st.delivered_lone(m.t, m.len, times[times.len() - 1]);
                         }
                     }
                     if done {
@@ -406,7 +410,7 @@ fn replay_joint<J: Joint>(lanes: &mut [(&mut J, &mut LaneStats)], path: &Path) {
                     for (p, st) in lanes.iter_mut() {
                         p.skip(s.msg.len);
                         st.packets_out += u64::from(s.msg.len);
-                        st.delivered_plain(s.msg.t, s.msg.len, now);
+                        st.delivered_lone(s.msg.t, s.msg.len, now);
                     }
                     served = end;
                 }

@@ -382,7 +382,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
         strategies: lanes
             .iter()
             .map(|l| {
-                let mut s = l.result(qlen);
+                let mut s = l.result(qlen, &gen.lone);
                 crate::questions::fill_path_fields(&mut s, cfg.traffic, ctl_packets, gen.now, ci95(&gen.qbatches));
                 s
             })

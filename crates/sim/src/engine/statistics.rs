@@ -110,6 +110,10 @@ pub struct RunResult {
 pub(super) struct Acc {
     pub(super) sum: f64,
     hist: LogHist,
+    /// Lone messages added to `sum` and the count only: their latencies are in the generator's
+    /// histogram of lone messages, which every lane that bypasses them shares (see
+    /// [`LaneStats::delivered_lone`]).
+    lone: u64,
     snap_n: u64,
     snap_sum: f64,
     bmeans: Vec<f64>,
@@ -119,17 +123,23 @@ pub(super) struct Acc {
 
 impl Acc {
     pub(super) fn new() -> Self {
-        Acc { sum: 0.0, hist: LogHist::new(), snap_n: 0, snap_sum: 0.0, bmeans: Vec::new(), aligned: Vec::new() }
+        Acc { sum: 0.0, hist: LogHist::new(), lone: 0, snap_n: 0, snap_sum: 0.0, bmeans: Vec::new(), aligned: Vec::new() }
     }
     /// Messages recorded (the histogram counts them: a sum over its buckets, so callers take it
     /// once, at batch boundaries and in reports).
     pub(super) fn n(&self) -> u64 {
-        self.hist.len()
+        self.hist.len() + self.lone
     }
     #[inline(always)]
     fn add(&mut self, lat: f64) {
         self.sum += lat;
         self.hist.record(lat);
+    }
+    /// A lone message's latency, whose histogram entry is the shared one's.
+    #[inline(always)]
+    fn add_lone(&mut self, lat: f64) {
+        self.sum += lat;
+        self.lone += 1;
     }
     /// (count, sum) since the last batch boundary.
     fn delta(&self) -> (u64, f64) {
@@ -151,14 +161,29 @@ impl Acc {
         }
     }
     pub(super) fn stats(&self, len: u32) -> LatStats {
+        self.stats_with(len, None)
+    }
+    /// [`Acc::stats`] with the shared histogram of the lone messages this accumulator counted.
+    pub(super) fn stats_with(&self, len: u32, lone: Option<&LogHist>) -> LatStats {
+        let merged;
+        let hist = match lone {
+            Some(l) if self.lone > 0 => {
+                let mut m = self.hist.clone();
+                m.merge(l);
+                merged = m;
+                &merged
+            }
+            _ => &self.hist,
+        };
+        debug_assert_eq!(hist.len(), self.n(), "every lone message counted is in the shared histogram");
         LatStats {
             len,
             count: self.n(),
             mean_tu: self.mean(),
             ci95_tu: ci95(&self.bmeans),
-            p50_tu: self.hist.quantile(0.5),
-            p99_tu: self.hist.quantile(0.99),
-            max_tu: self.hist.max(),
+            p50_tu: hist.quantile(0.5),
+            p99_tu: hist.quantile(0.99),
+            max_tu: hist.max(),
             batch_means: self.aligned.clone(),
         }
     }
@@ -232,6 +257,20 @@ impl LaneStats {
         self.pending.push((now - t, len));
     }
 
+    /// A lone message (every lane sends it alike, see `Kind::Alone`) of `len` packets that
+    /// arrived at `t` was delivered at `now`, in a lane that keeps no per-class or
+    /// per-application statistics. Its latency goes into the sum and the count here, in
+    /// delivery order after the pending ones (so every sum is the same as when added at
+    /// delivery); into the histogram it goes once for all lanes, by the generator.
+    #[inline(always)]
+    pub(super) fn delivered_lone(&mut self, t: f64, len: u32, now: f64) {
+        debug_assert!(!self.extra);
+        if !self.pending.is_empty() {
+            self.flush();
+        }
+        self.by_len[len as usize].add_lone(now - t);
+    }
+
     /// Adds the pending latencies to the per-length accumulators, in delivery order (so every
     /// sum is the same as when added one by one at delivery). Recording them apart from the
     /// scheduling keeps each histogram update off the scheduler's chain of dependent loads.
@@ -277,12 +316,17 @@ impl LaneStats {
         self.by_class_len.iter_mut().flatten().for_each(crate::questions::CellAcc::close_batch);
     }
 
-    /// All messages together: per-length accumulators merged.
-    pub(super) fn overall(&self) -> Acc {
+    /// All messages together: per-length accumulators merged (with the shared histograms of the
+    /// lone messages, per length, when the lane counted them).
+    pub(super) fn overall(&self, lone: Option<&[LogHist]>) -> Acc {
         let mut o = Acc::new();
-        for a in self.by_len.iter().filter(|a| a.n() > 0) {
+        for (l, a) in self.by_len.iter().enumerate().filter(|(_, a)| a.n() > 0) {
             o.sum += a.sum;
             o.hist.merge(&a.hist);
+            match (lone.and_then(|v| v.get(l)), a.lone > 0) {
+                (Some(h), true) => o.hist.merge(h),
+                _ => o.lone += a.lone,
+            }
         }
         o.bmeans = self.overall_bmeans.clone();
         o.aligned = self.overall_aligned.clone();
@@ -302,7 +346,7 @@ impl LaneStats {
 
     fn check(&mut self) {
         let lens = self.by_len.iter().filter(|a| a.n() > 0).map(Acc::mean).collect();
-        let all = self.overall().mean();
+        let all = self.overall(None).mean();
         self.checks.push((self.packets_out, lens, all));
     }
 }
