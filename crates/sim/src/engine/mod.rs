@@ -21,7 +21,9 @@
 //! marks it (`Kind::Alone`) and each lane records its latency without passing it through the
 //! policy, when the policy agrees ([`Policy::bypass`](schedlab_policy::Policy::bypass)). That
 //! is a third of the messages at 50% load and nearly all at 1%; the results are unchanged
-//! (tested against the general generator).
+//! (tested against the general generator). Its latency is the same in every lane that bypasses
+//! it, so the generator records it in the histogram once for all of them, and each lane adds it
+//! only to its own sum and count, in delivery order (sums stay the same bit for bit).
 //!
 //! Layout: `generator` produces the shared sample path (arrivals, packet starts, batch
 //! boundaries, report times) in chunks; `lanes` replays a chunk through one strategy;
