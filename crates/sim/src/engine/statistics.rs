@@ -413,4 +413,48 @@ mod tests {
         assert_eq!(st.checks.len(), 20);
         assert!(st.checks.iter().all(|c| c.1.len() == 6), "every length seen by the first checkpoint");
     }
+
+    /// Lone messages counted by the lane and kept in a shared histogram give the statistics of
+    /// recording them in the lane: sums bit for bit, counts, percentiles, maxima, batch means,
+    /// checkpoints and the overall figures.
+    #[test]
+    fn lone_messages_in_a_shared_histogram_equal_recording_them() {
+        let (mut split, mut whole) = (lane_stats(5), lane_stats(5));
+        let mut shared: Vec<LogHist> = (0..=5).map(|_| LogHist::new()).collect();
+        let mut s = 0x51ed_2705_u64;
+        let mut now = 0.0;
+        for k in 0..30_000u32 {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let len = 1 + (s >> 45) as u32 % 5;
+            let t = now - (s >> 11) as f64 / (1u64 << 53) as f64 * 3.0 * f64::from(len);
+            now += 0.41;
+            if (s >> 20) % 3 == 0 {
+                split.delivered_lone(t, len, now);
+                shared[len as usize].record(now - t);
+            } else {
+                split.delivered_plain(t, len, now);
+            }
+            whole.delivered_plain(t, len, now);
+            for kind in match k % 1499 {
+                0 => &[Kind::Batch][..],
+                700 => &[Kind::Check][..],
+                _ => &[][..],
+            } {
+                split.event(*kind);
+                whole.event(*kind);
+            }
+        }
+        split.event(Kind::End);
+        whole.event(Kind::End);
+        for (l, (a, b)) in split.by_len.iter().zip(&whole.by_len).enumerate().skip(1) {
+            assert!(a.lone > 0, "length {l} had lone messages");
+            assert_eq!(a.sum.to_bits(), b.sum.to_bits(), "length {l}");
+            let (x, y) = (a.stats_with(l as u32, Some(&shared[l])), b.stats(l as u32));
+            assert_eq!((x.count, x.p50_tu, x.p99_tu, x.max_tu), (y.count, y.p50_tu, y.p99_tu, y.max_tu), "length {l}");
+            assert_eq!(format!("{:?}", x.batch_means), format!("{:?}", y.batch_means), "length {l}");
+        }
+        assert_eq!(format!("{:?}", split.checks), format!("{:?}", whole.checks));
+        let (x, y) = (split.overall(Some(&shared)).stats(0), whole.overall(None).stats(0));
+        assert_eq!((x.count, x.mean_tu.to_bits(), x.p99_tu, x.max_tu), (y.count, y.mean_tu.to_bits(), y.p99_tu, y.max_tu));
+    }
 }
