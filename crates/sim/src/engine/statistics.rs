@@ -428,7 +428,7 @@ mod tests {
             let len = 1 + (s >> 45) as u32 % 5;
             let t = now - (s >> 11) as f64 / (1u64 << 53) as f64 * 3.0 * f64::from(len);
             now += 0.41;
-            if (s >> 20) % 3 == 0 {
+            if (s >> 20).is_multiple_of(3) {
                 split.delivered_lone(t, len, now);
                 shared[len as usize].record(now - t);
             } else {
