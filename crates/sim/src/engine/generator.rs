@@ -220,7 +220,8 @@ impl<'a> Generator<'a> {
             since_poll: 0,
             interrupted: false,
             lengths: cfg.dist.table(),
-            lone: Vec::new(),
+            // One per length the distribution can draw (lone messages come from it only).
+            lone: (0..=cfg.dist.max_len()).map(|_| LogHist::new()).collect(),
         };
         g.t_arr = g.peek_arrival();
         g
@@ -411,9 +412,6 @@ impl<'a> Generator<'a> {
                         let s = &mut out.steps[i];
                         s.kind = Kind::Alone;
                         let (t, len) = (s.msg.t, s.msg.len as usize);
-                        if self.lone.len() <= len {
-                            self.lone.resize_with(len + 1, LogHist::new);
-                        }
                         self.lone[len].record(out.times[out.times.len() - 1] - t);
                     }
                 }
