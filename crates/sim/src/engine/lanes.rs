@@ -142,15 +142,25 @@ impl Lane {
     }
 
     /// True when the lane replays through the lean alpha lane.
-    #[cfg(test)]
     pub(super) fn is_lean(&self) -> bool {
         self.lean.is_some()
     }
 
     /// True when the lane replays through a plain policy (arrival time and length only).
-    #[cfg(test)]
     pub(super) fn is_plain(&self) -> bool {
         self.plain.is_some()
+    }
+
+    /// Which lanes [`replay_group`] replays together with this one: 0 the lean alpha lanes, 1 the
+    /// plain lanes, `None` when it replays alone.
+    pub(super) fn family(&self) -> Option<usize> {
+        if self.is_lean() {
+            Some(0)
+        } else if self.is_plain() {
+            Some(1)
+        } else {
+            None
+        }
     }
 
     /// Replays a run of events; statically dispatched per policy type so the loop stays tight.

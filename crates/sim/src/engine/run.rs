@@ -169,41 +169,47 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, thre
         }
         return finish(cfg, ctl, &gen, &lanes);
     }
-    // Calibration: the first chunks run on this thread, timing the generator and every lane, so
-    // that the lanes can be split into groups of about equal cost (the split changes no result).
+    // Calibration: the first chunks run on this thread, timing the generator, every lane alone
+    // and, on every other chunk, each family of lanes replayed together (see `Costs`), so that
+    // the lanes can be split into groups of about equal cost (the split changes no result).
+    let families: Vec<Option<usize>> = lanes.iter().map(Lane::family).collect();
     let mut gen_ns = Vec::with_capacity(CALIBRATION_CHUNKS);
     let mut lane_ns: Vec<Vec<u64>> = vec![Vec::with_capacity(CALIBRATION_CHUNKS); lanes.len()];
+    let mut family_ns: [Vec<u64>; FAMILIES] = Default::default();
     while !gen.finished && gen_ns.len() < CALIBRATION_CHUNKS {
         let t0 = Instant::now();
         next_chunk(&mut gen, &mut buf, ctl, fast);
         gen_ns.push(t0.elapsed().as_nanos() as u64);
-        for (lane, ns) in lanes.iter_mut().zip(&mut lane_ns) {
+        let together = gen_ns.len() % 2 == 0;
+        for (f, ns) in family_ns.iter_mut().enumerate() {
+            if together {
+                let t0 = Instant::now();
+                replay_group(lanes.iter_mut().filter(|l| l.family() == Some(f)), &buf, &mut none);
+                ns.push(t0.elapsed().as_nanos() as u64);
+            }
+        }
+        for ((lane, ns), fam) in lanes.iter_mut().zip(&mut lane_ns).zip(&families) {
+            if together && fam.is_some() {
+                continue;
+            }
             let t0 = Instant::now();
             lane.replay(&buf, &mut none);
             ns.push(t0.elapsed().as_nanos() as u64);
         }
     }
     if !gen.finished {
-        let cost: Vec<u64> = lane_ns.iter_mut().map(|v| median_u64(v)).collect();
-        let groups = split_lanes(&cost, median_u64(&mut gen_ns), threads);
-        // A trial in parallel, timing everything again: generating a chunk costs more once other
-        // cores read the chunks (the writes then fetch the lines back), and the queues are past
-        // their start. The lanes are split again on those costs for the rest of the run.
-        if let Some((gen_cost, cost)) = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, Some(TRIAL_CHUNKS)) {
-            if !gen.finished {
-                let groups = split_lanes(&cost, gen_cost, threads);
-                replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, None);
-            }
-        }
+        let alone: Vec<u64> = lane_ns.iter_mut().map(|v| median_u64(v)).collect();
+        let together: Vec<u64> = family_ns.iter_mut().map(|v| median_u64(v)).collect();
+        let costs = Costs::new(&alone, &families, &together);
+        let groups = costs.split(median_u64(&mut gen_ns), threads);
+        replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast);
     }
     finish(cfg, ctl, &gen, &lanes)
 }
 
-/// Chunks replayed on the generating thread alone to measure each lane's cost.
-const CALIBRATION_CHUNKS: usize = 16;
-
-/// Chunks of the parallel trial that measures the costs again before the final split.
-const TRIAL_CHUNKS: usize = 48;
+/// Chunks replayed on the generating thread alone to measure the lanes' costs (half of them
+/// lane by lane, half family by family).
+const CALIBRATION_CHUNKS: usize = 32;
 
 /// Chunks kept in rotation before one is reused: enough that the workers' caches have let go of
 /// a chunk's lines before the generator writes it again (writing lines another core still holds
@@ -213,55 +219,127 @@ const POOL_CHUNKS: usize = 16;
 /// Chunks a worker may have queued behind the one it is replaying (bounds memory and lead).
 const QUEUED_CHUNKS: usize = 4;
 
+/// Splits of lanes whose modelled cost is within 1/NEAR_BEST of the best count as equal (see
+/// [`Costs::split`]).
+const NEAR_BEST: u64 = 32;
+
+/// Families of lanes that `replay_group` replays together (see [`Lane::family`]).
+const FAMILIES: usize = 2;
+
 fn median_u64(v: &mut [u64]) -> u64 {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-/// Splits lanes of the given costs into `groups` groups of about equal total cost (longest
-/// processing time first); group 0 also carries `gen_cost`, the generator's. Returns the lane
-/// indices of each group, in increasing order; groups may be empty only if there are fewer lanes.
-fn split_lanes(cost: &[u64], gen_cost: u64, groups: usize) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..cost.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(cost[i]), i));
-    let mut load = vec![0u64; groups.max(1)];
-    load[0] = gen_cost;
-    let mut out = vec![Vec::new(); groups.max(1)];
-    for i in order {
-        let g = (0..load.len()).min_by_key(|&g| (load[g], g)).expect("at least one group");
-        load[g] += cost[i].max(1);
-        out[g].push(i);
+/// What replaying a chunk costs a group of lanes on one thread. Lanes of one family replayed
+/// together share the walk through the chunk's steps (each step is decoded once for all of them),
+/// so a family's cost is not the sum of its lanes' costs alone: it is modelled as one shared part
+/// per family present in the group plus each lane's own part. With the report's lanes at 90%,
+/// the split on costs measured lane by lane (and again during a parallel trial) gave 1.64-1.73x
+/// one thread on two threads; this model, with the preference for whole families in
+/// [`Costs::split`], 1.94x (`crates/sim/bench/scaling.sh`, the default run, medians of 5).
+#[derive(Clone, Debug)]
+struct Costs {
+    /// Each lane's own part.
+    own: Vec<u64>,
+    family: Vec<Option<usize>>,
+    /// Each family's shared part.
+    shared: [u64; FAMILIES],
+}
+
+impl Costs {
+    /// From each lane's cost replayed alone and each family's replayed together: a family of k
+    /// lanes that costs `together` shares `(sum of alone - together) / (k - 1)` (at most its
+    /// cheapest lane's cost).
+    fn new(alone: &[u64], family: &[Option<usize>], together: &[u64]) -> Costs {
+        let mut shared = [0; FAMILIES];
+        for (f, s) in shared.iter_mut().enumerate() {
+            let members: Vec<u64> = alone.iter().zip(family).filter(|(_, g)| **g == Some(f)).map(|(c, _)| *c).collect();
+            if members.len() >= 2 {
+                let sum: u64 = members.iter().sum();
+                let cheapest = members.iter().copied().min().unwrap_or(0);
+                *s = (sum.saturating_sub(together[f]) / (members.len() as u64 - 1)).min(cheapest);
+            }
+        }
+        let own = alone.iter().zip(family).map(|(c, f)| (c - f.map_or(0, |f| shared[f])).max(1)).collect();
+        Costs { own, family: family.to_vec(), shared }
     }
-    for g in &mut out {
-        g.sort_unstable();
+
+    /// The cost of the lanes of `group` replayed on one thread.
+    fn of(&self, group: impl IntoIterator<Item = usize>) -> u64 {
+        let mut present = [false; FAMILIES];
+        let mut cost = 0;
+        for i in group {
+            cost += self.own[i];
+            if let Some(f) = self.family[i] {
+                present[f] = true;
+            }
+        }
+        cost + present.iter().zip(&self.shared).filter(|(p, _)| **p).map(|(_, s)| s).sum::<u64>()
     }
-    out
+
+    /// Splits the lanes into `groups` groups of about equal cost; group 0 also carries
+    /// `gen_cost`, the generator's. Two groups of up to 16 lanes are split exactly (every subset
+    /// is tried; the least subset, by bits, of the best); more, longest own part first, each to
+    /// the group it costs least. Returns the lane indices of each group, in increasing order;
+    /// groups may be empty only if there are fewer lanes.
+    fn split(&self, gen_cost: u64, groups: usize) -> Vec<Vec<usize>> {
+        let n = self.own.len();
+        let groups = groups.max(1);
+        if groups == 2 && n <= 16 {
+            let members = |mask: u32, set: bool| (0..n).filter(move |&i| (mask >> i & 1 == 1) == set);
+            let load = |m: u32| (gen_cost + self.of(members(m, true))).max(self.of(members(m, false)));
+            let least = (0..1u32 << n).map(load).min().unwrap_or(0);
+            // Among the splits within the model's precision of the best, the one that splits
+            // the fewest families and keeps the most whole with the generator, whose thread has
+            // the chunk in its cache. With the report's lanes at 90%, the model's best split left
+            // the plain lanes with four alpha lanes on the worker: 1.83x one thread; the plain
+            // lanes and one alpha lane with the generator: 1.92x (same run, medians of 9).
+            let families = |m: u32| {
+                let (mut split, mut with_gen) = (0, 0);
+                for f in 0..FAMILIES {
+                    let mut sides = (0..n).filter(|&i| self.family[i] == Some(f)).map(|i| m >> i & 1);
+                    if let Some(first) = sides.next() {
+                        if sides.any(|s| s != first) {
+                            split += 1;
+                        } else if first == 1 {
+                            with_gen += 1;
+                        }
+                    }
+                }
+                (split, std::cmp::Reverse(with_gen))
+            };
+            let best = (0..1u32 << n)
+                .filter(|&m| load(m) <= least + least / NEAR_BEST)
+                .min_by_key(|&m| (families(m), load(m), m))
+                .unwrap_or(0);
+            return vec![members(best, true).collect(), members(best, false).collect()];
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(self.own[i]), i));
+        let mut out = vec![Vec::new(); groups];
+        for i in order {
+            let after = |g: usize| self.of(out[g].iter().copied().chain([i])) + if g == 0 { gen_cost } else { 0 };
+            let g = (0..groups).min_by_key(|&g| (after(g), g)).expect("at least one group");
+            out[g].push(i);
+        }
+        for g in &mut out {
+            g.sort_unstable();
+        }
+        out
+    }
 }
 
 /// Generates the rest of the path on this thread and replays it through `lanes` split into
 /// `groups`: this thread replays group 0 after generating each chunk, one worker thread per other
 /// group replays the same chunk (shared read-only through an `Arc`). Each lane sees the same
 /// chunks in the same order as on one thread, so every result is the same bit for bit.
-///
-/// With `trial = Some(n)` it stops after `n` chunks and returns the median time to generate a
-/// chunk and each lane's median time to replay one, as measured on the threads they ran on.
-fn replay_parallel(
-    gen: &mut Generator<'_>,
-    lanes: &mut [Lane],
-    groups: &[Vec<usize>],
-    ctl: &Control,
-    fast: bool,
-    trial: Option<usize>,
-) -> Option<(u64, Vec<u64>)> {
-    let timed = trial.is_some();
-    let mut lane_ns: Vec<Vec<u64>> = vec![Vec::new(); lanes.len()];
-    let mut gen_ns = Vec::new();
+fn replay_parallel(gen: &mut Generator<'_>, lanes: &mut [Lane], groups: &[Vec<usize>], ctl: &Control, fast: bool) {
     let mut refs: Vec<Option<&mut Lane>> = lanes.iter_mut().map(Some).collect();
-    let mut groups = groups.iter().map(|g| -> Vec<(usize, &mut Lane)> {
-        g.iter().map(|&i| (i, refs[i].take().expect("each lane in one group"))).collect()
-    });
+    let mut groups =
+        groups.iter().map(|g| -> Vec<&mut Lane> { g.iter().map(|&i| refs[i].take().expect("each lane in one group")).collect() });
     let mut mine = groups.next().unwrap_or_default();
-    let theirs: Vec<Vec<(usize, &mut Lane)>> = groups.collect();
+    let theirs: Vec<Vec<&mut Lane>> = groups.collect();
     std::thread::scope(|s| {
         let mut senders = Vec::new();
         let mut workers = Vec::new();
@@ -270,33 +348,23 @@ fn replay_parallel(
             senders.push(tx);
             workers.push(s.spawn(move || {
                 let mut none = Vec::new();
-                let mut ns: Vec<(usize, Vec<u64>)> = group.iter().map(|(i, _)| (*i, Vec::new())).collect();
                 // The worker's own copies of its lanes, allocated on this thread: replaying the
                 // lanes in place shared cache lines with the generating thread's lanes (the
                 // `Lane`s lie side by side in one `Vec`): two threads were 1.42x one thread
                 // that way, 1.65x with the copies. They go back in place at the end.
-                let mut own: Vec<Lane> = group.iter().map(|(_, l)| (**l).clone()).collect();
+                let mut own: Vec<Lane> = group.iter().map(|l| (**l).clone()).collect();
                 for chunk in rx {
-                    if timed {
-                        for (lane, (_, ns)) in own.iter_mut().zip(&mut ns) {
-                            replay_timed(lane, &chunk, &mut none, Some(ns));
-                        }
-                    } else {
-                        replay_group(own.iter_mut(), &chunk, &mut none);
-                    }
+                    replay_group(own.iter_mut(), &chunk, &mut none);
                 }
-                for ((_, l), o) in group.iter_mut().zip(own) {
+                for (l, o) in group.iter_mut().zip(own) {
                     **l = o;
                 }
-                ns
             }));
         }
         // Chunks in flight, oldest first; one whose workers are all done is reused.
         let mut pool: std::collections::VecDeque<Arc<Path>> = std::collections::VecDeque::new();
         let mut none = Vec::new();
-        let mut chunks = 0;
-        'gen: while !gen.finished && trial.is_none_or(|n| chunks < n) {
-            chunks += 1;
+        'gen: while !gen.finished {
             let reuse = if pool.len() >= POOL_CHUNKS { pool.pop_front() } else { None };
             let mut chunk = match reuse {
                 Some(mut c) => {
@@ -309,45 +377,20 @@ fn replay_parallel(
                 }
                 None => Arc::new(Path::default()),
             };
-            let t0 = timed.then(Instant::now);
             next_chunk(gen, Arc::get_mut(&mut chunk).expect("not shared"), ctl, fast);
-            if let Some(t0) = t0 {
-                gen_ns.push(t0.elapsed().as_nanos() as u64);
-            }
             for tx in &senders {
                 if tx.send(Arc::clone(&chunk)).is_err() {
                     break 'gen; // a worker panicked: joined below
                 }
             }
-            if timed {
-                for (i, lane) in &mut mine {
-                    replay_timed(lane, &chunk, &mut none, Some(&mut lane_ns[*i]));
-                }
-            } else {
-                replay_group(mine.iter_mut().map(|(_, l)| &mut **l), &chunk, &mut none);
-            }
+            replay_group(mine.iter_mut().map(|l| &mut **l), &chunk, &mut none);
             pool.push_back(chunk);
         }
         drop(senders);
         for w in workers {
-            for (i, ns) in w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
-                lane_ns[i] = ns;
-            }
+            w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
         }
     });
-    timed.then(|| (median_u64(&mut gen_ns), lane_ns.iter_mut().map(|v| median_u64(v)).collect()))
-}
-
-/// Replays one chunk through `lane`, recording the time it took in `ns` when given.
-fn replay_timed(lane: &mut Lane, chunk: &Path, none: &mut Vec<u32>, ns: Option<&mut Vec<u64>>) {
-    match ns {
-        Some(ns) => {
-            let t0 = Instant::now();
-            lane.replay(chunk, none);
-            ns.push(t0.elapsed().as_nanos() as u64);
-        }
-        None => lane.replay(chunk, none),
-    }
 }
 
 fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -> RunResult {
@@ -543,21 +586,40 @@ mod tests {
         }
     }
 
-    /// The split puts every lane in exactly one group and balances the costs.
+    /// The split puts every lane in exactly one group and balances the costs, with a family's
+    /// shared part paid once per group that holds any of it.
     #[test]
     fn lanes_are_split_into_balanced_groups() {
-        let cost = [5, 9, 1, 7, 3, 3, 8, 2, 6, 4, 10, 1, 5];
+        let alone = [5, 9, 1, 7, 3, 3, 8, 2, 6, 4, 10, 1, 5];
+        let none = vec![None; alone.len()];
+        let costs = Costs::new(&alone, &none, &[0, 0]);
+        assert_eq!(costs.own, alone);
         for groups in 1..=14 {
-            let g = split_lanes(&cost, 12, groups);
+            let g = costs.split(12, groups);
             assert_eq!(g.len(), groups);
             let mut all: Vec<usize> = g.iter().flatten().copied().collect();
             all.sort_unstable();
-            assert_eq!(all, (0..cost.len()).collect::<Vec<_>>(), "{groups} groups");
+            assert_eq!(all, (0..alone.len()).collect::<Vec<_>>(), "{groups} groups");
             if groups == 2 {
-                let load0: u64 = 12 + g[0].iter().map(|&i| cost[i]).sum::<u64>();
-                let load1: u64 = g[1].iter().map(|&i| cost[i]).sum();
-                assert!(load0.abs_diff(load1) <= 10, "{load0} vs {load1}");
+                let (load0, load1) = (12 + costs.of(g[0].iter().copied()), costs.of(g[1].iter().copied()));
+                assert!(load0.abs_diff(load1) <= 1, "{load0} vs {load1}");
             }
         }
+        // Ten lanes of 25 that cost 160 together (each shares 10 of its 25) and three of 40, 40
+        // and 20 that cost 80 together (each shares 10): the best split keeps the ten together.
+        let alone = [40, 40, 20, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25];
+        let family: Vec<Option<usize>> = (0..13).map(|i| Some(if i < 3 { 1 } else { 0 })).collect();
+        let costs = Costs::new(&alone, &family, &[160, 80]);
+        assert_eq!(costs.shared, [10, 10]);
+        assert_eq!(costs.of(3..13), 160);
+        assert_eq!(costs.of(0..3), 80);
+        let g = costs.split(45, 2);
+        let (load0, load1) = (45 + costs.of(g[0].iter().copied()), costs.of(g[1].iter().copied()));
+        // The generator, the three and one of the ten against nine of the ten: 150 and 145.
+        assert_eq!(g, vec![vec![0, 1, 2, 3], (4..13).collect::<Vec<_>>()]);
+        assert_eq!((load0, load1), (150, 145));
+        // Three groups: every lane placed once.
+        let g = costs.split(45, 3);
+        assert_eq!(g.iter().map(Vec::len).sum::<usize>(), 13);
     }
 }
