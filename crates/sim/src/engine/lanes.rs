@@ -1,5 +1,6 @@
 //! A lane: one strategy replaying the shared sample path through its policy.
 
+use schedlab_policy::rr::{Fifo, RoundRobin, RoundRobinHead};
 use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, LeanAlpha, Message, Policy};
 use schedlab_report::LogHist;
 
@@ -168,11 +169,16 @@ impl Lane {
         let st = &mut self.stats;
         if let Some(p) = &mut self.lean {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use lean lanes");
-            return replay_joint(&mut [(p, st)], path);
+            return replay_joint(&mut [(p, st)][..], path);
         }
         if let Some(p) = &mut self.plain {
             debug_assert!(delivered.capacity() == 0, "closed loops do not use plain lanes");
-            return replay_joint(&mut [(p, st)], path);
+            return match p {
+                AnyPolicy::Fifo(p) => replay_joint(&mut [(p, st)][..], path),
+                AnyPolicy::RoundRobin(p) => replay_joint(&mut [(p, st)][..], path),
+                AnyPolicy::RoundRobinHead(p) => replay_joint(&mut [(p, st)][..], path),
+                other => replay::<_, _, false>(other, st, path, delivered),
+            };
         }
         if delivered.capacity() > 0 {
             // Closed loops: collect the applications whose message was delivered.
@@ -296,25 +302,29 @@ fn lone_sent_whole(path: &Path, k: usize, upto: usize, len: u32) -> Option<usize
     path.steps.get(k + 1).is_some_and(|n| n.before as usize >= end).then_some(end)
 }
 
-/// Replays a chunk through a group of lanes: the lean alpha lanes together, step by step (each
-/// step is decoded once for all of them, and their branches on it are taken once), the plain
-/// FIFO/RR lanes together likewise, the others one by one. Every lane sees the same calls in the
-/// same order as when replayed alone.
+/// Replays a chunk through a group of lanes: the lean alpha lanes and the plain FIFO/RR lanes
+/// together, step by step (each step is decoded once for all of them, and their branches on it
+/// are taken once), the others one by one. Every lane sees the same calls in the same order as
+/// when replayed alone.
 pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, path: &Path, none: &mut Vec<u32>) {
     let mut lean: Vec<(&mut LeanAlpha<f64>, &mut LaneStats)> = Vec::new();
-    let mut plain: Vec<(&mut AnyPolicy<Tag>, &mut LaneStats)> = Vec::new();
+    let mut fifo: Vec<(&mut Fifo<Tag>, &mut LaneStats)> = Vec::new();
+    let mut rr: Vec<(&mut RoundRobin<Tag>, &mut LaneStats)> = Vec::new();
+    let mut rr_head: Vec<(&mut RoundRobinHead<Tag>, &mut LaneStats)> = Vec::new();
     for lane in lanes {
         match lane {
             Lane { lean: Some(p), stats, .. } => lean.push((p, stats)),
-            Lane { plain: Some(p), stats, .. } => plain.push((p, stats)),
+            Lane { plain: Some(AnyPolicy::Fifo(p)), stats, .. } => fifo.push((p, stats)),
+            Lane { plain: Some(AnyPolicy::RoundRobin(p)), stats, .. } => rr.push((p, stats)),
+            Lane { plain: Some(AnyPolicy::RoundRobinHead(p)), stats, .. } => rr_head.push((p, stats)),
             other => other.replay(path, none),
         }
     }
     if !lean.is_empty() {
-        replay_joint(&mut lean, path);
+        replay_joint(&mut lean[..], path);
     }
-    if !plain.is_empty() {
-        replay_joint(&mut plain, path);
+    if fifo.len() + rr.len() + rr_head.len() > 0 {
+        replay_joint(&mut (&mut fifo[..], &mut (&mut rr[..], &mut rr_head[..])), path);
     }
 }
 
@@ -347,65 +357,124 @@ impl Joint for LeanAlpha<f64> {
     }
 }
 
-impl Joint for AnyPolicy<Tag> {
-    #[inline(always)]
-    fn join(&mut self, t: f64, len: u32) {
-        // Each kind's own `enqueue`, inlined here (the enum's covers every policy and stays a call).
-        let m = Message::new(Tag { t, len, app: 0 }, 0, len);
-        match self {
-            AnyPolicy::Fifo(p) => p.enqueue(m),
-            AnyPolicy::RoundRobin(p) => p.enqueue(m),
-            AnyPolicy::RoundRobinHead(p) => p.enqueue(m),
-            other => other.enqueue(m),
+/// [`Joint`] for the policies of the plain lanes, each with its own `enqueue`, bulk dequeue and
+/// `bypass` inlined.
+macro_rules! plain_joint {
+    ($($policy:ident),*) => {$(
+        impl Joint for $policy<Tag> {
+            #[inline(always)]
+            fn join(&mut self, t: f64, len: u32) {
+                self.enqueue(Message::new(Tag { t, len, app: 0 }, 0, len)).expect("validated message");
+            }
+            #[inline(always)]
+            fn serve(&mut self, times: &[f64], st: &mut LaneStats) {
+                serve::<Tag, _, false>(self, st, times, &mut Vec::new());
+            }
+            #[inline(always)]
+            fn skip(&mut self, len: u32) {
+                let bypassed = self.bypass(u64::from(len));
+                debug_assert!(bypassed, "FIFO and round robin bypass lone messages");
+            }
         }
-        .expect("validated message");
+    )*};
+}
+plain_joint!(Fifo, RoundRobin, RoundRobinHead);
+
+/// Lanes that [`replay_joint`] replays together: the lanes of one [`Joint`] kind, or two groups.
+/// Each kind's lanes are dispatched statically, and each loop over them runs as many times as the
+/// kind has lanes (for the report's FIFO, RR and RR', once each).
+trait Group {
+    /// Sends one packet at each of `times` in every lane.
+    fn serve(&mut self, times: &[f64]);
+    /// `n` packets of a lone message started; `done` = (arrival time, length, now) when its last
+    /// one did.
+    fn lone(&mut self, n: u64, done: Option<(f64, u32, f64)>);
+    /// A lone message of `len` packets is bypassed.
+    fn skip(&mut self, len: u32);
+    fn join(&mut self, t: f64, len: u32);
+    fn event(&mut self, kind: Kind);
+}
+
+impl<J: Joint> Group for [(&mut J, &mut LaneStats)] {
+    #[inline(always)]
+    fn serve(&mut self, times: &[f64]) {
+        for (p, st) in self.iter_mut() {
+            p.serve(times, st);
+        }
     }
     #[inline(always)]
-    fn serve(&mut self, times: &[f64], st: &mut LaneStats) {
-        match self {
-            AnyPolicy::Fifo(p) => serve::<Tag, _, false>(p, st, times, &mut Vec::new()),
-            AnyPolicy::RoundRobin(p) => serve::<Tag, _, false>(p, st, times, &mut Vec::new()),
-            AnyPolicy::RoundRobinHead(p) => serve::<Tag, _, false>(p, st, times, &mut Vec::new()),
-            other => serve::<Tag, _, false>(other, st, times, &mut Vec::new()),
+    fn lone(&mut self, n: u64, done: Option<(f64, u32, f64)>) {
+        for (_, st) in self.iter_mut() {
+            st.packets_out += n;
+            if let Some((t, len, now)) = done {
+                st.delivered_lone(t, len, now);
+            }
         }
     }
     #[inline(always)]
     fn skip(&mut self, len: u32) {
-        let bypassed = match self {
-            AnyPolicy::Fifo(p) => p.bypass(u64::from(len)),
-            AnyPolicy::RoundRobin(p) => p.bypass(u64::from(len)),
-            AnyPolicy::RoundRobinHead(p) => p.bypass(u64::from(len)),
-            other => other.bypass(u64::from(len)),
-        };
-        debug_assert!(bypassed, "plain lanes are FIFO or round robin, which bypass lone messages");
+        for (p, _) in self.iter_mut() {
+            p.skip(len);
+        }
+    }
+    #[inline(always)]
+    fn join(&mut self, t: f64, len: u32) {
+        for (p, _) in self.iter_mut() {
+            p.join(t, len);
+        }
+    }
+    #[inline(always)]
+    fn event(&mut self, kind: Kind) {
+        for (_, st) in self.iter_mut() {
+            st.event(kind);
+        }
     }
 }
 
-/// [`replay`] for lanes of one [`Joint`] kind (open loops), all of them together: each step is
-/// decoded once.
+impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
+    #[inline(always)]
+    fn serve(&mut self, times: &[f64]) {
+        self.0.serve(times);
+        self.1.serve(times);
+    }
+    #[inline(always)]
+    fn lone(&mut self, n: u64, done: Option<(f64, u32, f64)>) {
+        self.0.lone(n, done);
+        self.1.lone(n, done);
+    }
+    #[inline(always)]
+    fn skip(&mut self, len: u32) {
+        self.0.skip(len);
+        self.1.skip(len);
+    }
+    #[inline(always)]
+    fn join(&mut self, t: f64, len: u32) {
+        self.0.join(t, len);
+        self.1.join(t, len);
+    }
+    #[inline(always)]
+    fn event(&mut self, kind: Kind) {
+        self.0.event(kind);
+        self.1.event(kind);
+    }
+}
+
+/// [`replay`] for a [`Group`] of lanes (open loops), all of them together: each step is decoded
+/// once.
 #[inline(never)]
-fn replay_joint<J: Joint>(lanes: &mut [(&mut J, &mut LaneStats)], path: &Path) {
+fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
     let mut served = 0;
-    // A lone message is bypassed by every lane alike.
+    // A lone message is bypassed by every lane alike: the one whose packets have not all started.
     let mut alone: Option<(Msg, usize)> = None;
     for (k, s) in path.steps.iter().enumerate() {
         let upto = s.before as usize;
         if upto > served {
             let times = &path.times[served..upto];
             match &mut alone {
-                None => {
-                    for (p, st) in lanes.iter_mut() {
-                        p.serve(times, st);
-                    }
-                }
+                None => lanes.serve(times),
                 Some((m, left)) => {
                     let done = lone_advance(left, times.len());
-                    for (_, st) in lanes.iter_mut() {
-                        st.packets_out += times.len() as u64;
-                        if done {
-                            st.delivered_lone(m.t, m.len, times[times.len() - 1]);
-                        }
-                    }
+                    lanes.lone(times.len() as u64, done.then(|| (m.t, m.len, times[times.len() - 1])));
                     if done {
                         alone = None;
                     }
@@ -414,33 +483,18 @@ fn replay_joint<J: Joint>(lanes: &mut [(&mut J, &mut LaneStats)], path: &Path) {
             served = upto;
         }
         match s.kind {
-            Kind::Alone => match lone_sent_whole(path, k, upto, s.msg.len) {
-                Some(end) => {
-                    let now = path.times[end - 1];
-                    for (p, st) in lanes.iter_mut() {
-                        p.skip(s.msg.len);
-                        st.packets_out += u64::from(s.msg.len);
-                        st.delivered_lone(s.msg.t, s.msg.len, now);
+            Kind::Alone => {
+                lanes.skip(s.msg.len);
+                match lone_sent_whole(path, k, upto, s.msg.len) {
+                    Some(end) => {
+                        lanes.lone(u64::from(s.msg.len), Some((s.msg.t, s.msg.len, path.times[end - 1])));
+                        served = end;
                     }
-                    served = end;
-                }
-                None => {
-                    for (p, _) in lanes.iter_mut() {
-                        p.skip(s.msg.len);
-                    }
-                    alone = Some((s.msg, s.msg.len as usize));
-                }
-            },
-            Kind::Arrive => {
-                for (p, _) in lanes.iter_mut() {
-                    p.join(s.msg.t, s.msg.len);
+                    None => alone = Some((s.msg, s.msg.len as usize)),
                 }
             }
-            other => {
-                for (_, st) in lanes.iter_mut() {
-                    st.event(other);
-                }
-            }
+            Kind::Arrive => lanes.join(s.msg.t, s.msg.len),
+            other => lanes.event(other),
         }
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
