@@ -293,8 +293,8 @@ impl Costs {
             // Among the splits within the model's precision of the best, the one that splits
             // the fewest families and keeps the most whole with the generator, whose thread has
             // the chunk in its cache. With the report's lanes at 90%, the model's best split left
-            // the plain lanes with four alpha lanes on the worker: 1.83x one thread; the plain
-            // lanes and one alpha lane with the generator: 1.92x (same run, medians of 9).
+            // the plain lanes with four alpha lanes on the worker; the plain lanes and one alpha
+            // lane with the generator took 7% less time (alternating runs, medians of 9).
             let families = |m: u32| {
                 let (mut split, mut with_gen) = (0, 0);
                 for f in 0..FAMILIES {
