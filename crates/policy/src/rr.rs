@@ -387,24 +387,34 @@ mod tests {
                     id += 1;
                 }
                 let n = [1u64, 4, 17, 60, 3, 200, 9, 33, 100, 1000][k];
-                let mut got = Vec::new();
-                let sent = bulk.dequeue_many(n, &mut |i, item| got.push((i, item)));
-                let mut want = Vec::new();
-                let mut took = 0;
-                for i in 0..n {
-                    let Some(p) = single.dequeue() else { break };
-                    took += 1;
-                    if p.last {
-                        want.push((i, p.item));
-                    }
-                }
-                assert_eq!((sent, &got), (took, &want), "run {k}");
+                let (got, want) = bulk_and_single(&mut bulk, &mut single, n);
+                assert_eq!(got, want, "run {k}");
                 assert_eq!(bulk.queued_packets(), single.queued_packets());
             }
             assert!(bulk.is_empty(), "the last run drains both");
         }
         check(RoundRobin::new(), RoundRobin::new());
         check(RoundRobinHead::new(), RoundRobinHead::new());
+    }
+
+    /// Packets sent, and the (turn, message) of each message completed.
+    type Sent = (u64, Vec<(u64, u32)>);
+
+    /// Up to `n` packets from `bulk` in one `dequeue_many` and from `single` one `dequeue` at a
+    /// time.
+    fn bulk_and_single<P: Policy<u32>>(bulk: &mut P, single: &mut P, n: u64) -> (Sent, Sent) {
+        let mut got = Vec::new();
+        let sent = bulk.dequeue_many(n, &mut |i, item| got.push((i, item)));
+        let mut want = Vec::new();
+        let mut took = 0;
+        for i in 0..n {
+            let Some(p) = single.dequeue() else { break };
+            took += 1;
+            if p.last {
+                want.push((i, p.item));
+            }
+        }
+        ((sent, got), (took, want))
     }
 
     /// Bulk dequeues of random sizes over random arrivals give exactly the turn-by-turn
@@ -424,19 +434,8 @@ mod tests {
                     bulk.enqueue(Message::new(id, 0, len)).unwrap();
                     single.enqueue(Message::new(id, 0, len)).unwrap();
                 }
-                let n = rnd(12);
-                let mut got = Vec::new();
-                let sent = bulk.dequeue_many(n, &mut |i, item| got.push((i, item)));
-                let mut want = Vec::new();
-                let mut took = 0;
-                for i in 0..n {
-                    let Some(p) = single.dequeue() else { break };
-                    took += 1;
-                    if p.last {
-                        want.push((i, p.item));
-                    }
-                }
-                assert_eq!((sent, &got), (took, &want), "step {id}");
+                let (got, want) = bulk_and_single(&mut bulk, &mut single, rnd(12));
+                assert_eq!(got, want, "step {id}");
                 assert_eq!(bulk.queued_packets(), single.queued_packets());
                 assert_eq!(bulk.queued_messages(), single.queued_messages());
             }
