@@ -181,8 +181,8 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, thre
         next_chunk(&mut gen, &mut buf, ctl, fast);
         gen_ns.push(t0.elapsed().as_nanos() as u64);
         let together = gen_ns.len() % 2 == 0;
-        for (f, ns) in family_ns.iter_mut().enumerate() {
-            if together {
+        if together {
+            for (f, ns) in family_ns.iter_mut().enumerate() {
                 let t0 = Instant::now();
                 replay_group(lanes.iter_mut().filter(|l| l.family() == Some(f)), &buf, &mut none);
                 ns.push(t0.elapsed().as_nanos() as u64);
