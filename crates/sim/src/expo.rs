@@ -59,7 +59,7 @@ impl Ziggurat {
 
     /// One Exp(1) variate.
     #[inline(always)]
-    pub fn sample<G: RngCore>(&self, rng: &mut G) -> f64 {
+    pub fn sample<G: RngCore + Clone>(&self, rng: &mut G) -> f64 {
         loop {
             let bits = rng.next_u64();
             let i = (bits & 0xff) as usize;
@@ -67,27 +67,33 @@ impl Ziggurat {
             if x < self.x[i + 1] {
                 return x;
             }
-            if let Some(v) = self.slow(rng, i, x) {
+            // The rare slow path takes the random state by value and hands it back: the state
+            // never has its address taken, so a caller's loop keeps it in registers (through
+            // memory, it put a store-to-load round trip on every draw's chain).
+            let (v, next) = self.slow(rng.clone(), i, x);
+            *rng = next;
+            if let Some(v) = v {
                 return v;
             }
         }
     }
 
+    /// The draw of strip `i` at `x` fell outside the strip's inner rectangle: the tail (strip 0)
+    /// or the rejection test; `None` when rejected. Returns the random state it leaves.
     #[cold]
     #[inline(never)]
-    fn slow<G: RngCore>(&self, rng: &mut G, i: usize, x: f64) -> Option<f64> {
-        if i == 0 {
-            // The tail beyond R: R + Exp(1), by inversion (1 - u is in (0, 1]).
-            let u: f64 = rng.random();
-            return Some(R - (1.0 - u).ln());
-        }
-        // Under the curve within the wedge between the strip's two rectangles?
+    fn slow<G: RngCore>(&self, mut rng: G, i: usize, x: f64) -> (Option<f64>, G) {
         let u: f64 = rng.random();
-        if self.f[i] + u * (self.f[i + 1] - self.f[i]) < (-x).exp() {
+        let v = if i == 0 {
+            // The tail beyond R: R + Exp(1), by inversion (1 - u is in (0, 1]).
+            Some(R - (1.0 - u).ln())
+        } else if self.f[i] + u * (self.f[i + 1] - self.f[i]) < (-x).exp() {
+            // Under the curve within the wedge between the strip's two rectangles.
             Some(x)
         } else {
             None
-        }
+        };
+        (v, rng)
     }
 }
 
@@ -148,7 +154,9 @@ mod tests {
         let z = Ziggurat::new();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
         for _ in 0..1000 {
-            let v = z.slow(&mut rng, 0, R + 0.1).expect("the tail always accepts");
+            let (v, next) = z.slow(rng, 0, R + 0.1);
+            rng = next;
+            let v = v.expect("the tail always accepts");
             assert!(v >= R);
         }
     }

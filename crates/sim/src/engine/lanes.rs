@@ -250,10 +250,10 @@ fn replay<C: Carried, P: Policy<C>, const COLLECT: bool>(p: &mut P, st: &mut Lan
         let upto = s.before as usize;
         if upto > served {
             let times = &path.times[served..upto];
+            st.packets_out += times.len() as u64;
             match &mut alone {
                 None => serve::<C, P, COLLECT>(p, st, times, delivered),
                 Some((m, left)) => {
-                    st.packets_out += times.len() as u64;
                     if lone_advance(left, times.len()) {
                         C::carry(*m).deliver(st, times[times.len() - 1]);
                         if COLLECT {
@@ -350,7 +350,6 @@ impl Joint for LeanAlpha<f64> {
     fn serve(&mut self, times: &[f64], st: &mut LaneStats) {
         let got = self.dequeue_many(times.len() as u64, |i, t, len| st.delivered_plain(t, len, times[i as usize]));
         debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-        st.packets_out += got;
     }
     #[inline(always)]
     fn skip(&mut self, len: u32) {
@@ -387,15 +386,17 @@ plain_joint!(Fifo, RoundRobin, RoundRobinHead);
 trait Group {
     /// Sends one packet at each of `times` in every lane.
     fn serve(&mut self, times: &[f64]);
-    /// `n` packets of a lone message started; `done` = (arrival time, length, now) when its last
-    /// one did.
-    fn lone(&mut self, n: u64, done: Option<(f64, u32, f64)>);
+    /// A lone message that arrived at `t`, of `len` packets, was sent (its last packet started at
+    /// `now`).
+    fn lone(&mut self, t: f64, len: u32, now: f64);
     /// A lone message of `len` packets is bypassed.
     fn skip(&mut self, len: u32);
     /// A message of `len` packets that arrived at `t` joins every lane's queue.
     fn join(&mut self, t: f64, len: u32);
-    /// A batch boundary, report time or chunk end, in every lane's statistics.
-    fn event(&mut self, kind: Kind);
+    /// A batch boundary, report time or chunk end, in every lane's statistics; `sent` packets
+    /// started since the previous one in this chunk. (Every lane sends every packet of the path,
+    /// so the lanes count them here, not at every packet start.)
+    fn event(&mut self, kind: Kind, sent: u64);
 }
 
 impl<J: Joint> Group for [(&mut J, &mut LaneStats)] {
@@ -406,12 +407,9 @@ impl<J: Joint> Group for [(&mut J, &mut LaneStats)] {
         }
     }
     #[inline(always)]
-    fn lone(&mut self, n: u64, done: Option<(f64, u32, f64)>) {
+    fn lone(&mut self, t: f64, len: u32, now: f64) {
         for (_, st) in self.iter_mut() {
-            st.packets_out += n;
-            if let Some((t, len, now)) = done {
-                st.delivered_lone(t, len, now);
-            }
+            st.delivered_lone(t, len, now);
         }
     }
     #[inline(always)]
@@ -427,8 +425,9 @@ impl<J: Joint> Group for [(&mut J, &mut LaneStats)] {
         }
     }
     #[inline(always)]
-    fn event(&mut self, kind: Kind) {
+    fn event(&mut self, kind: Kind, sent: u64) {
         for (_, st) in self.iter_mut() {
+            st.packets_out += sent;
             st.event(kind);
         }
     }
@@ -441,9 +440,9 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
         self.1.serve(times);
     }
     #[inline(always)]
-    fn lone(&mut self, n: u64, done: Option<(f64, u32, f64)>) {
-        self.0.lone(n, done);
-        self.1.lone(n, done);
+    fn lone(&mut self, t: f64, len: u32, now: f64) {
+        self.0.lone(t, len, now);
+        self.1.lone(t, len, now);
     }
     #[inline(always)]
     fn skip(&mut self, len: u32) {
@@ -456,9 +455,9 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
         self.1.join(t, len);
     }
     #[inline(always)]
-    fn event(&mut self, kind: Kind) {
-        self.0.event(kind);
-        self.1.event(kind);
+    fn event(&mut self, kind: Kind, sent: u64) {
+        self.0.event(kind, sent);
+        self.1.event(kind, sent);
     }
 }
 
@@ -467,6 +466,8 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
 #[inline(never)]
 fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
     let mut served = 0;
+    // Packet starts up to the previous event (the lanes count them at events).
+    let mut counted = 0;
     // A lone message is bypassed by every lane alike: the one whose packets have not all started.
     let mut alone: Option<(Msg, usize)> = None;
     for (k, s) in path.steps.iter().enumerate() {
@@ -476,9 +477,8 @@ fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
             match &mut alone {
                 None => lanes.serve(times),
                 Some((m, left)) => {
-                    let done = lone_advance(left, times.len());
-                    lanes.lone(times.len() as u64, done.then(|| (m.t, m.len, times[times.len() - 1])));
-                    if done {
+                    if lone_advance(left, times.len()) {
+                        lanes.lone(m.t, m.len, times[times.len() - 1]);
                         alone = None;
                     }
                 }
@@ -490,14 +490,17 @@ fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
                 lanes.skip(s.msg.len);
                 match lone_sent_whole(path, k, upto, s.msg.len) {
                     Some(end) => {
-                        lanes.lone(u64::from(s.msg.len), Some((s.msg.t, s.msg.len, path.times[end - 1])));
+                        lanes.lone(s.msg.t, s.msg.len, path.times[end - 1]);
                         served = end;
                     }
                     None => alone = Some((s.msg, s.msg.len as usize)),
                 }
             }
             Kind::Arrive => lanes.join(s.msg.t, s.msg.len),
-            other => lanes.event(other),
+            other => {
+                lanes.event(other, (upto - counted) as u64);
+                counted = upto;
+            }
         }
     }
     debug_assert_eq!(served, path.times.len(), "a chunk ends with an End step");
@@ -515,5 +518,4 @@ fn serve<C: Carried, P: Policy<C>, const COLLECT: bool>(p: &mut P, st: &mut Lane
         }
     });
     debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
-    st.packets_out += got;
 }
