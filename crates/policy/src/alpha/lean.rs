@@ -288,6 +288,38 @@ impl<T: Copy + Default> LeanAlpha<T> {
         }
     }
 
+    /// α in fixed point, `None` for shortest-first: lanes sorted by it (`None` last) agree with
+    /// shortest-first from some point on (see [`LeanAlpha::agrees_with_shortest_first`]).
+    pub fn fixed_alpha(&self) -> Option<i64> {
+        (self.tick_step != 0).then_some(self.alpha)
+    }
+
+    /// True when this scheduler, with nothing waiting, would send a busy period of `packets`
+    /// packets (the messages that arrive until every queue is empty again) exactly as
+    /// shortest-first does, and its clock would not be renormalised within it: then
+    /// [`LeanAlpha::skip_busy_period`] may stand for replaying it.
+    ///
+    /// Why α > `packets` − 1 is enough: a message's priority is α × (its packets left) + (the
+    /// clock at its arrival), and shortest-first ranks by packets left, oldest first on a tie.
+    /// Two messages of one busy period arrive fewer than `packets` packet starts apart, so their
+    /// clocks differ by less than α: when their packets left differ, that term decides as in
+    /// shortest-first, and when they are equal, the older one's lower clock (or, equal clocks,
+    /// its lower arrival number) decides, as in shortest-first.
+    pub fn agrees_with_shortest_first(&self, packets: u64) -> bool {
+        let within = self.tick.saturating_add(self.tick_step.saturating_mul(packets as i64)) < self.renorm_fx;
+        let agrees = self.tick_step == 0 || self.alpha > (packets as i64 - 1).saturating_mul(ONE);
+        self.is_empty() && agrees && within
+    }
+
+    /// A busy period of `packets` packets in `messages` messages that shortest-first sent, when
+    /// [`LeanAlpha::agrees_with_shortest_first`] said this scheduler sends it alike: only the
+    /// clock and the arrival count move, as if it had been replayed.
+    pub fn skip_busy_period(&mut self, packets: u64, messages: u64) {
+        debug_assert!(self.agrees_with_shortest_first(packets));
+        self.tick += self.tick_step * packets as i64;
+        self.seq += messages;
+    }
+
     /// Shifts the clock and every priority down by the clock (no decision changes).
     #[cold]
     fn renormalise(&mut self) {
@@ -359,6 +391,72 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Busy periods from an empty queue: every α that says it agrees with shortest-first for the
+    /// period's packet count sends its messages at the same packet starts as shortest-first, and
+    /// after `skip_busy_period` on a copy, the next periods go on alike (clock and arrival count
+    /// as if replayed). Some α do not agree (or the statement is empty) and some do.
+    #[test]
+    fn agrees_with_shortest_first_within_short_busy_periods() {
+        let lens = [1u32, 2, 3, 4, 5, 20];
+        let mut s = 0x9e37_79b9_u64;
+        let mut rnd = move || {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            s >> 33
+        };
+        let (mut agreed, mut declined) = (0, 0);
+        for alpha in [0.5, 1.0, 3.0, 6.0, 10.0, 30.0, 60.0, 100.0] {
+            let cfg = AlphaConfig { renormalize_at: 5_000, ..AlphaConfig::fixed(Alpha::new(alpha).unwrap()) };
+            let mut a = LeanAlpha::<f64>::new(&cfg, &lens).unwrap();
+            let mut skipped = a.clone();
+            let mut sf = LeanAlpha::<f64>::new(&AlphaConfig::shortest_first(), &lens).unwrap();
+            for period in 0..3_000 {
+                // A busy period: arrivals between runs of packet starts until every queue empties.
+                let mut steps = Vec::new();
+                let (mut packets, mut messages) = (0u64, 0u64);
+                let mut waiting = 0u64;
+                loop {
+                    let len = lens[(rnd() % 6) as usize];
+                    steps.push((true, u64::from(len)));
+                    packets += u64::from(len);
+                    messages += 1;
+                    waiting += u64::from(len);
+                    let run = 1 + rnd() % 6;
+                    let n = run.min(waiting);
+                    steps.push((false, n));
+                    waiting -= n;
+                    if waiting == 0 || rnd() % 4 == 0 {
+                        steps.push((false, waiting));
+                        break;
+                    }
+                }
+                let agrees = a.agrees_with_shortest_first(packets);
+                assert_eq!(agrees, skipped.agrees_with_shortest_first(packets), "the copy's state is the replayed one's");
+                let (mut got_a, mut got_sf) = (Vec::new(), Vec::new());
+                for (k, &(arrive, n)) in steps.iter().enumerate() {
+                    let t = (period * 100 + k) as f64;
+                    if arrive {
+                        a.enqueue(t, n as u32);
+                        sf.enqueue(t, n as u32);
+                    } else {
+                        assert_eq!(a.dequeue_many(n, |i, t, _| got_a.push((k, i, t))), n);
+                        assert_eq!(sf.dequeue_many(n, |i, t, _| got_sf.push((k, i, t))), n);
+                    }
+                }
+                assert!(a.is_empty() && sf.is_empty());
+                if agrees {
+                    assert_eq!(got_a, got_sf, "α {alpha}, period {period} of {packets} packets");
+                    skipped.skip_busy_period(packets, messages);
+                    agreed += 1;
+                } else {
+                    skipped = a.clone();
+                    declined += 1;
+                }
+                assert_eq!((skipped.tick, skipped.seq), (a.tick, a.seq), "α {alpha}, period {period}");
+            }
+        }
+        assert!(agreed > 1_000 && declined > 1_000, "{agreed} agreed, {declined} declined");
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub(super) struct Step {
     pub(super) msg: Msg,
     pub(super) before: u32,
     pub(super) kind: Kind,
+    /// On an arrival to empty queues whose busy period (until every queue is empty again) ends
+    /// in the same chunk: the period's packets, when fewer than 2^16; otherwise 0.
+    pub(super) period: u16,
 }
 
 /// A chunk of the sample path: steps plus the start times of the packets taken.
@@ -59,7 +62,7 @@ impl Path {
     }
     #[inline(always)]
     pub(super) fn push(&mut self, kind: Kind, msg: Msg) {
-        self.steps.push(Step { msg, before: self.times.len() as u32, kind });
+        self.steps.push(Step { msg, before: self.times.len() as u32, kind, period: 0 });
     }
     #[inline(always)]
     pub(super) fn take(&mut self, t: f64) {
@@ -406,6 +409,9 @@ impl<'a> Generator<'a> {
         let table = self.lengths.clone();
         // The step of the last arrival, when it found the queue empty.
         let mut lone: Option<usize> = None;
+        // The busy period in progress, when it began in this chunk: its first step, and the
+        // packets in before it.
+        let mut period: Option<(usize, u64)> = None;
         while !self.finished {
             if self.busy {
                 // Service periods that end before the next arrival (ties go to the arrival): the
@@ -451,6 +457,14 @@ impl<'a> Generator<'a> {
                         self.lone[len].record(out.times[out.times.len() - 1] - t);
                     }
                 }
+                if sent == backlog_end {
+                    if let Some((i, before)) = period.take() {
+                        let s = &mut out.steps[i];
+                        if s.kind == Kind::Arrive {
+                            s.period = u16::try_from(self.packets_in - before).unwrap_or(0);
+                        }
+                    }
+                }
             }
             if out.times.len() >= chunk {
                 break;
@@ -470,6 +484,7 @@ impl<'a> Generator<'a> {
             self.seq_per_app[0] = seq.wrapping_add(1);
             if self.packets_in == self.packets_out {
                 lone = Some(out.steps.len());
+                period = Some((out.steps.len(), self.packets_in));
             }
             out.push(Kind::Arrive, Msg { t, len, app: 0, seq, class: 0 });
             self.packets_in += u64::from(len);

@@ -322,7 +322,10 @@ pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, pa
         }
     }
     if !lean.is_empty() {
-        replay_joint(&mut lean[..], path);
+        // By α, shortest-first last: from some lane on, every lane agrees with shortest-first
+        // in a given busy period (see `Lean`).
+        lean.sort_by_key(|(p, _)| p.fixed_alpha().unwrap_or(i64::MAX));
+        replay_joint(&mut Lean::new(&mut lean), path);
     }
     if fifo.len() + rr.len() + rr_head.len() > 0 {
         replay_joint(&mut (&mut fifo[..], &mut (&mut rr[..], &mut rr_head[..])), path);
@@ -397,6 +400,9 @@ trait Group {
     /// started since the previous one in this chunk. (Every lane sends every packet of the path,
     /// so the lanes count them here, not at every packet start.)
     fn event(&mut self, kind: Kind, sent: u64);
+    /// A busy period of `packets` packets begins with the next arrival (every queue is empty).
+    #[inline(always)]
+    fn begin_period(&mut self, _packets: u64) {}
 }
 
 impl<J: Joint> Group for [(&mut J, &mut LaneStats)] {
@@ -459,6 +465,103 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
         self.0.event(kind, sent);
         self.1.event(kind, sent);
     }
+    #[inline(always)]
+    fn begin_period(&mut self, packets: u64) {
+        self.0.begin_period(packets);
+        self.1.begin_period(packets);
+    }
+}
+
+/// The lean alpha lanes of a group, sorted by α (shortest-first last), sharing busy periods.
+///
+/// In a busy period of P packets (from an arrival to empty queues until they are empty again),
+/// every lane with α > P − 1 sends the messages exactly as shortest-first does
+/// ([`LeanAlpha::agrees_with_shortest_first`]). So the first of those lanes replays the period,
+/// and the ones after it copy its deliveries (at the period's end, or before an event within it)
+/// and move their clocks past it ([`LeanAlpha::skip_busy_period`]): they see the same deliveries
+/// in the same order as when replaying, so every statistic is the same bit for bit.
+struct Lean<'g, 'l> {
+    lanes: &'g mut [(&'l mut LeanAlpha<f64>, &'l mut LaneStats)],
+    /// The lanes that replay: all, or within a shared busy period those up to the one whose
+    /// deliveries the others copy.
+    active: usize,
+    /// Packets of the shared busy period not yet started (0: none in progress).
+    left: u64,
+    /// The shared busy period's packets and the messages that have joined it.
+    packets: u64,
+    messages: u64,
+    /// Where the replaying lane's deliveries not yet copied begin in its pending list.
+    mark: usize,
+}
+
+impl<'g, 'l> Lean<'g, 'l> {
+    fn new(lanes: &'g mut [(&'l mut LeanAlpha<f64>, &'l mut LaneStats)]) -> Self {
+        let active = lanes.len();
+        Lean { lanes, active, left: 0, packets: 0, messages: 0, mark: 0 }
+    }
+
+    /// Appends the deliveries of the replaying lane not yet copied to every copying lane.
+    #[inline(always)]
+    fn copy(&mut self) {
+        let (run, copies) = self.lanes.split_at_mut(self.active);
+        let pending = &run[self.active - 1].1.pending;
+        for (_, st) in copies {
+            st.pending.extend_from_slice(&pending[self.mark..]);
+        }
+        self.mark = pending.len();
+    }
+}
+
+impl Group for Lean<'_, '_> {
+    #[inline(always)]
+    fn serve(&mut self, times: &[f64]) {
+        self.lanes[..self.active].serve(times);
+        if self.left > 0 {
+            self.left -= times.len() as u64;
+            if self.left == 0 {
+                self.copy();
+                for (p, _) in &mut self.lanes[self.active..] {
+                    p.skip_busy_period(self.packets, self.messages);
+                }
+                self.active = self.lanes.len();
+            }
+        }
+    }
+    #[inline(always)]
+    fn lone(&mut self, t: f64, len: u32, now: f64) {
+        self.lanes.lone(t, len, now);
+    }
+    #[inline(always)]
+    fn skip(&mut self, len: u32) {
+        self.lanes.skip(len);
+    }
+    #[inline(always)]
+    fn join(&mut self, t: f64, len: u32) {
+        self.lanes[..self.active].join(t, len);
+        self.messages += 1;
+    }
+    #[inline(always)]
+    fn event(&mut self, kind: Kind, sent: u64) {
+        if self.left > 0 {
+            self.copy();
+        }
+        self.lanes.event(kind, sent);
+        // Every lane's pending deliveries were recorded.
+        self.mark = 0;
+    }
+    #[inline(always)]
+    fn begin_period(&mut self, packets: u64) {
+        debug_assert_eq!(self.left, 0, "busy periods do not overlap");
+        let Some(first) = self.lanes.iter().position(|(p, _)| p.agrees_with_shortest_first(packets)) else { return };
+        if first + 1 == self.lanes.len() || !self.lanes[first + 1..].iter().all(|(p, _)| p.agrees_with_shortest_first(packets)) {
+            return;
+        }
+        self.active = first + 1;
+        self.left = packets;
+        self.packets = packets;
+        self.messages = 0;
+        self.mark = self.lanes[first].1.pending.len();
+    }
 }
 
 /// [`replay`] for a [`Group`] of lanes (open loops), all of them together: each step is decoded
@@ -496,7 +599,12 @@ fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
                     None => alone = Some((s.msg, s.msg.len as usize)),
                 }
             }
-            Kind::Arrive => lanes.join(s.msg.t, s.msg.len),
+            Kind::Arrive => {
+                if s.period > 0 {
+                    lanes.begin_period(u64::from(s.period));
+                }
+                lanes.join(s.msg.t, s.msg.len);
+            }
             other => {
                 lanes.event(other, (upto - counted) as u64);
                 counted = upto;
