@@ -295,19 +295,21 @@ impl<T: Copy + Default> LeanAlpha<T> {
     }
 
     /// True when this scheduler, with nothing waiting, would send a busy period of `packets`
-    /// packets (the messages that arrive until every queue is empty again) exactly as
-    /// shortest-first does, and its clock would not be renormalised within it: then
-    /// [`LeanAlpha::skip_busy_period`] may stand for replaying it.
+    /// packets (the messages that arrive until every queue is empty again) whose first and last
+    /// arrivals are `spread` packet starts apart exactly as shortest-first does, and its clock
+    /// would not be renormalised within it: then [`LeanAlpha::skip_busy_period`] may stand for
+    /// replaying it. (`spread` is below `packets`: the last message's packets start after it.)
     ///
-    /// Why α > `packets` − 1 is enough: a message's priority is α × (its packets left) + (the
-    /// clock at its arrival), and shortest-first ranks by packets left, oldest first on a tie.
-    /// Two messages of one busy period arrive fewer than `packets` packet starts apart, so their
-    /// clocks differ by less than α: when their packets left differ, that term decides as in
-    /// shortest-first, and when they are equal, the older one's lower clock (or, equal clocks,
-    /// its lower arrival number) decides, as in shortest-first.
-    pub fn agrees_with_shortest_first(&self, packets: u64) -> bool {
+    /// Why α > `spread` is enough: a message's priority is α × (its packets left) + (the clock at
+    /// its arrival), and shortest-first ranks by packets left, oldest first on a tie. Two
+    /// messages of the period arrive at most `spread` packet starts apart, so their clocks differ
+    /// by less than α: when their packets left differ, that term decides as in shortest-first,
+    /// and when they are equal, the older one's lower clock (or, equal clocks, its lower arrival
+    /// number) decides, as in shortest-first.
+    pub fn agrees_with_shortest_first(&self, packets: u64, spread: u64) -> bool {
+        debug_assert!(spread < packets.max(1));
         let within = self.tick.saturating_add(self.tick_step.saturating_mul(packets as i64)) < self.renorm_fx;
-        let agrees = self.tick_step == 0 || self.alpha > (packets as i64 - 1).saturating_mul(ONE);
+        let agrees = self.tick_step == 0 || self.alpha > (spread as i64).saturating_mul(ONE);
         self.is_empty() && agrees && within
     }
 
@@ -315,7 +317,7 @@ impl<T: Copy + Default> LeanAlpha<T> {
     /// [`LeanAlpha::agrees_with_shortest_first`] said this scheduler sends it alike: only the
     /// clock and the arrival count move, as if it had been replayed.
     pub fn skip_busy_period(&mut self, packets: u64, messages: u64) {
-        debug_assert!(self.agrees_with_shortest_first(packets));
+        debug_assert!(self.agrees_with_shortest_first(packets, 0));
         self.tick += self.tick_step * packets as i64;
         self.seq += messages;
     }
@@ -415,9 +417,12 @@ mod tests {
                 // A busy period: arrivals between runs of packet starts until every queue empties.
                 let mut steps = Vec::new();
                 let (mut packets, mut messages) = (0u64, 0u64);
+                // Packet starts before the period's last arrival.
+                let mut spread;
                 let mut waiting = 0u64;
                 loop {
                     let len = lens[(rnd() % 6) as usize];
+                    spread = packets - waiting;
                     steps.push((true, u64::from(len)));
                     packets += u64::from(len);
                     messages += 1;
@@ -431,8 +436,8 @@ mod tests {
                         break;
                     }
                 }
-                let agrees = a.agrees_with_shortest_first(packets);
-                assert_eq!(agrees, skipped.agrees_with_shortest_first(packets), "the copy's state is the replayed one's");
+                let agrees = a.agrees_with_shortest_first(packets, spread);
+                assert_eq!(agrees, skipped.agrees_with_shortest_first(packets, spread), "the copy's state is the replayed one's");
                 let (mut got_a, mut got_sf) = (Vec::new(), Vec::new());
                 for (k, &(arrive, n)) in steps.iter().enumerate() {
                     let t = (period * 100 + k) as f64;
@@ -446,7 +451,7 @@ mod tests {
                 }
                 assert!(a.is_empty() && sf.is_empty());
                 if agrees {
-                    assert_eq!(got_a, got_sf, "α {alpha}, period {period} of {packets} packets");
+                    assert_eq!(got_a, got_sf, "α {alpha}, period {period} of {packets} packets, spread {spread}");
                     skipped.skip_busy_period(packets, messages);
                     agreed += 1;
                 } else {

@@ -400,9 +400,10 @@ trait Group {
     /// started since the previous one in this chunk. (Every lane sends every packet of the path,
     /// so the lanes count them here, not at every packet start.)
     fn event(&mut self, kind: Kind, sent: u64);
-    /// A busy period of `packets` packets begins with the next arrival (every queue is empty).
+    /// A busy period of `packets` packets whose first and last arrivals are at most `spread`
+    /// packet starts apart begins with the next arrival (every queue is empty).
     #[inline(always)]
-    fn begin_period(&mut self, _packets: u64) {}
+    fn begin_period(&mut self, _packets: u64, _spread: u64) {}
 }
 
 impl<J: Joint> Group for [(&mut J, &mut LaneStats)] {
@@ -466,16 +467,17 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
         self.1.event(kind, sent);
     }
     #[inline(always)]
-    fn begin_period(&mut self, packets: u64) {
-        self.0.begin_period(packets);
-        self.1.begin_period(packets);
+    fn begin_period(&mut self, packets: u64, spread: u64) {
+        self.0.begin_period(packets, spread);
+        self.1.begin_period(packets, spread);
     }
 }
 
 /// The lean alpha lanes of a group, sorted by α (shortest-first last), sharing busy periods.
 ///
-/// In a busy period of P packets (from an arrival to empty queues until they are empty again),
-/// every lane with α > P − 1 sends the messages exactly as shortest-first does
+/// In a busy period (from an arrival to empty queues until they are empty again) whose first and
+/// last arrivals are D packet starts apart, every lane with α > D sends the messages exactly as
+/// shortest-first does
 /// ([`LeanAlpha::agrees_with_shortest_first`]). So the first of those lanes replays the period,
 /// and the ones after it copy its deliveries (at the period's end, or before an event within it)
 /// and move their clocks past it ([`LeanAlpha::skip_busy_period`]): they see the same deliveries
@@ -550,12 +552,14 @@ impl Group for Lean<'_, '_> {
         self.mark = 0;
     }
     #[inline(always)]
-    fn begin_period(&mut self, packets: u64) {
+    fn begin_period(&mut self, packets: u64, spread: u64) {
         debug_assert_eq!(self.left, 0, "busy periods do not overlap");
-        let Some(first) = self.lanes.iter().position(|(p, _)| p.agrees_with_shortest_first(packets)) else { return };
-        if first + 1 == self.lanes.len() || !self.lanes[first + 1..].iter().all(|(p, _)| p.agrees_with_shortest_first(packets)) {
+        // The lanes that agree, from the last (shortest-first) back: they replay or copy.
+        let agree = self.lanes.iter().rev().take_while(|(p, _)| p.agrees_with_shortest_first(packets, spread)).count();
+        if agree < 2 {
             return;
         }
+        let first = self.lanes.len() - agree;
         self.active = first + 1;
         self.left = packets;
         self.packets = packets;
@@ -601,7 +605,9 @@ fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
             }
             Kind::Arrive => {
                 if s.period > 0 {
-                    lanes.begin_period(u64::from(s.period));
+                    let packets = u64::from(s.period);
+                    let spread = if s.spread == u8::MAX { packets - 1 } else { u64::from(s.spread) };
+                    lanes.begin_period(packets, spread);
                 }
                 lanes.join(s.msg.t, s.msg.len);
             }
