@@ -41,16 +41,7 @@ pub(super) struct Step {
     pub(super) msg: Msg,
     pub(super) before: u32,
     pub(super) kind: Kind,
-    /// On an arrival to empty queues whose busy period (until every queue is empty again) ends
-    /// in the same chunk: the packet starts between the period's first and last arrivals, or 255
-    /// for 255 or more (then `period` − 1 bounds them).
-    pub(super) spread: u8,
-    /// On such an arrival: the period's packets, when fewer than 2^16; otherwise 0 (unmarked).
-    pub(super) period: u16,
 }
-
-// Every lane walks the steps: the period marks fit in the padding after `kind`.
-const _: () = assert!(std::mem::size_of::<Step>() == 32);
 
 /// A chunk of the sample path: steps plus the start times of the packets taken.
 #[derive(Default)]
@@ -68,7 +59,7 @@ impl Path {
     }
     #[inline(always)]
     pub(super) fn push(&mut self, kind: Kind, msg: Msg) {
-        self.steps.push(Step { msg, before: self.times.len() as u32, kind, spread: 0, period: 0 });
+        self.steps.push(Step { msg, before: self.times.len() as u32, kind });
     }
     #[inline(always)]
     pub(super) fn take(&mut self, t: f64) {
@@ -415,9 +406,6 @@ impl<'a> Generator<'a> {
         let table = self.lengths.clone();
         // The step of the last arrival, when it found the queue empty.
         let mut lone: Option<usize> = None;
-        // The busy period in progress, when it began in this chunk: its first step, the packets
-        // in (and out) before it, and the packets out at its last arrival so far.
-        let mut period: Option<(usize, u64, u64)> = None;
         while !self.finished {
             if self.busy {
                 // Service periods that end before the next arrival (ties go to the arrival): the
@@ -463,15 +451,6 @@ impl<'a> Generator<'a> {
                         self.lone[len].record(out.times[out.times.len() - 1] - t);
                     }
                 }
-                if sent == backlog_end {
-                    if let Some((i, before, last)) = period.take() {
-                        let s = &mut out.steps[i];
-                        if s.kind == Kind::Arrive {
-                            s.period = u16::try_from(self.packets_in - before).unwrap_or(0);
-                            s.spread = u8::try_from(last - before).unwrap_or(u8::MAX);
-                        }
-                    }
-                }
             }
             if out.times.len() >= chunk {
                 break;
@@ -491,9 +470,6 @@ impl<'a> Generator<'a> {
             self.seq_per_app[0] = seq.wrapping_add(1);
             if self.packets_in == self.packets_out {
                 lone = Some(out.steps.len());
-                period = Some((out.steps.len(), self.packets_in, self.packets_in));
-            } else if let Some((_, _, last)) = &mut period {
-                *last = self.packets_out;
             }
             out.push(Kind::Arrive, Msg { t, len, app: 0, seq, class: 0 });
             self.packets_in += u64::from(len);

@@ -321,11 +321,15 @@ pub(super) fn replay_group<'a>(lanes: impl IntoIterator<Item = &'a mut Lane>, pa
             other => other.replay(path, none),
         }
     }
-    if !lean.is_empty() {
-        // By α, shortest-first last: from some lane on, every lane agrees with shortest-first
-        // in a given busy period (see `Lean`).
-        lean.sort_by_key(|(p, _)| p.fixed_alpha().unwrap_or(i64::MAX));
-        replay_joint(&mut Lean::new(&mut lean), path);
+    match lean.len() {
+        0 => {}
+        1 => replay_joint(&mut lean[..], path),
+        _ => {
+            // By α, shortest-first last: from some lane on, every lane agrees with
+            // shortest-first in a given busy period (see `Lean`).
+            lean.sort_by_key(|(p, _)| p.fixed_alpha().unwrap_or(i64::MAX));
+            replay_joint(&mut Lean::new(&mut lean), path);
+        }
     }
     if fifo.len() + rr.len() + rr_head.len() > 0 {
         replay_joint(&mut (&mut fifo[..], &mut (&mut rr[..], &mut rr_head[..])), path);
@@ -400,8 +404,14 @@ trait Group {
     /// started since the previous one in this chunk. (Every lane sends every packet of the path,
     /// so the lanes count them here, not at every packet start.)
     fn event(&mut self, kind: Kind, sent: u64);
-    /// A busy period of `packets` packets whose first and last arrivals are at most `spread`
-    /// packet starts apart begins with the next arrival (every queue is empty).
+    /// True when the lanes would share a busy period beginning with the next arrival: every
+    /// queue is empty and the group shares periods.
+    #[inline(always)]
+    fn shares_periods(&self) -> bool {
+        false
+    }
+    /// A busy period of `packets` packets whose first and last arrivals are `spread` packet
+    /// starts apart begins with the next arrival (every queue is empty).
     #[inline(always)]
     fn begin_period(&mut self, _packets: u64, _spread: u64) {}
 }
@@ -465,6 +475,10 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
     fn event(&mut self, kind: Kind, sent: u64) {
         self.0.event(kind, sent);
         self.1.event(kind, sent);
+    }
+    #[inline(always)]
+    fn shares_periods(&self) -> bool {
+        self.0.shares_periods() || self.1.shares_periods()
     }
     #[inline(always)]
     fn begin_period(&mut self, packets: u64, spread: u64) {
@@ -552,6 +566,11 @@ impl Group for Lean<'_, '_> {
         self.mark = 0;
     }
     #[inline(always)]
+    fn shares_periods(&self) -> bool {
+        // The lanes are in lock step: when one has nothing waiting, none has.
+        self.left == 0 && self.lanes[0].0.is_empty()
+    }
+    #[inline(always)]
     fn begin_period(&mut self, packets: u64, spread: u64) {
         debug_assert_eq!(self.left, 0, "busy periods do not overlap");
         // The lanes that agree, from the last (shortest-first) back: they replay or copy.
@@ -604,10 +623,10 @@ fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
                 }
             }
             Kind::Arrive => {
-                if s.period > 0 {
-                    let packets = u64::from(s.period);
-                    let spread = if s.spread == u8::MAX { packets - 1 } else { u64::from(s.spread) };
-                    lanes.begin_period(packets, spread);
+                if lanes.shares_periods() {
+                    if let Some((packets, spread)) = busy_period(path, k) {
+                        lanes.begin_period(packets, spread);
+                    }
                 }
                 lanes.join(s.msg.t, s.msg.len);
             }
@@ -621,6 +640,26 @@ fn replay_joint<G: Group + ?Sized>(lanes: &mut G, path: &Path) {
     debug_assert!(alone.is_none(), "a lone message is sent within its chunk");
 }
 
+/// The busy period that the arrival of step `k` begins (every queue is empty then), when it ends
+/// within the chunk: its packets, and the packet starts between its first and last arrivals.
+/// It ends at the first step before which as many packets have started since step `k` as have
+/// arrived.
+fn busy_period(path: &Path, k: usize) -> Option<(u64, u64)> {
+    let first = &path.steps[k];
+    let (mut arrived, mut spread) = (u64::from(first.msg.len), 0);
+    for s in &path.steps[k + 1..] {
+        let started = u64::from(s.before - first.before);
+        if started >= arrived {
+            return Some((arrived, spread));
+        }
+        if matches!(s.kind, Kind::Arrive | Kind::Alone) {
+            arrived += u64::from(s.msg.len);
+            spread = started;
+        }
+    }
+    None
+}
+
 /// The packet starts at `times`, in a row with no arrival between them: every queue sends one
 /// packet at each. (Called from one place so that the policy's bulk dequeue is inlined.)
 #[inline(always)]
@@ -632,4 +671,35 @@ fn serve<C: Carried, P: Policy<C>, const COLLECT: bool>(p: &mut P, st: &mut Lane
         }
     });
     debug_assert_eq!(got, times.len() as u64, "lock step: every queue is busy together");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::generator::NO_MSG;
+
+    /// A busy period ends before the first step by which as many packets have started as have
+    /// arrived in it; its spread is the packet starts before its last arrival; one that the
+    /// chunk does not finish is not shared.
+    #[test]
+    fn busy_periods_are_read_off_the_chunk() {
+        let msg = |len| Msg { t: 0.0, len, app: 0, seq: 0, class: 0 };
+        let mut p = Path::default();
+        p.push(Kind::Arrive, msg(3));
+        p.take(0.0);
+        p.push(Kind::Arrive, msg(2));
+        p.take(1.0);
+        p.take(2.0);
+        p.push(Kind::Batch, NO_MSG);
+        p.take(3.0);
+        p.take(4.0);
+        p.push(Kind::Arrive, msg(1));
+        p.take(5.0);
+        p.push(Kind::Arrive, msg(4));
+        p.take(6.0);
+        p.push(Kind::End, NO_MSG);
+        assert_eq!(busy_period(&p, 0), Some((5, 1)));
+        assert_eq!(busy_period(&p, 3), Some((1, 0)));
+        assert_eq!(busy_period(&p, 4), None);
+    }
 }

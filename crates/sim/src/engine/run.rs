@@ -490,44 +490,6 @@ mod tests {
         }
     }
 
-    /// The generator marks each busy period that ends in its chunk, and only those, with its
-    /// packets and the packet starts between its first and last arrivals, as a walk through the
-    /// chunk counts them (packets arrived in the period against packets started since it began).
-    #[test]
-    fn busy_periods_are_marked_with_their_packets_and_spread() {
-        for (traffic, seed) in [(50.0, 7), (95.0, 8)] {
-            let cfg = SimConfig::report(traffic, 300_000, seed);
-            let ctl = Control::default();
-            let mut gen = Generator::new(&cfg);
-            let mut buf = Path::default();
-            let (mut marked, mut spread_below_packets) = (0, 0);
-            while !gen.finished {
-                next_chunk(&mut gen, &mut buf, &ctl, true);
-                for (k, s) in buf.steps.iter().enumerate().filter(|(_, s)| s.period > 0) {
-                    assert_eq!(s.kind, Kind::Arrive, "lone messages are not marked");
-                    let (mut arrived, mut spread) = (u64::from(s.msg.len), 0);
-                    let ended = buf.steps[k + 1..].iter().any(|n| {
-                        let started = u64::from(n.before - s.before);
-                        if started >= arrived {
-                            return true;
-                        }
-                        if n.kind == Kind::Arrive || n.kind == Kind::Alone {
-                            arrived += u64::from(n.msg.len);
-                            spread = started;
-                        }
-                        false
-                    });
-                    assert!(ended, "a marked period ends in its chunk");
-                    assert_eq!(u64::from(s.period), arrived, "traffic {traffic}%, step {k}");
-                    assert_eq!(u64::from(s.spread), spread.min(255), "traffic {traffic}%, step {k}");
-                    marked += 1;
-                    spread_below_packets += usize::from(spread + 1 < arrived);
-                }
-            }
-            assert!(marked > 1_000 && spread_below_packets > marked / 2, "{traffic}%: {marked} marked");
-        }
-    }
-
     /// The configurations the speed work diffs for bit-identity: the report's model with report
     /// times; §10 classes, §11 order, tracking, prio and applications; a custom distribution with
     /// the general generator; a trace; a closed loop.
