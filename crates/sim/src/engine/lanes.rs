@@ -491,11 +491,12 @@ impl<A: Group + ?Sized, B: Group + ?Sized> Group for (&mut A, &mut B) {
 ///
 /// In a busy period (from an arrival to empty queues until they are empty again) whose first and
 /// last arrivals are D packet starts apart, every lane with α > D sends the messages exactly as
-/// shortest-first does
-/// ([`LeanAlpha::agrees_with_shortest_first`]). So the first of those lanes replays the period,
-/// and the ones after it copy its deliveries (at the period's end, or before an event within it)
-/// and move their clocks past it ([`LeanAlpha::skip_busy_period`]): they see the same deliveries
-/// in the same order as when replaying, so every statistic is the same bit for bit.
+/// shortest-first does ([`LeanAlpha::agrees_with_shortest_first`]). So the first of those lanes
+/// replays the period, and the ones after it copy its deliveries (at the period's end, or before
+/// an event within it) and move their clocks past it ([`LeanAlpha::skip_busy_period`]): they see
+/// the same deliveries in the same order as when replaying, so every statistic is the same bit
+/// for bit. At 50% traffic most busy periods are a few messages a packet or two apart, and most
+/// of the report's ten alpha lanes share them (3-4% less time on one core); at 90-95% few do.
 struct Lean<'g, 'l> {
     lanes: &'g mut [(&'l mut LeanAlpha<f64>, &'l mut LaneStats)],
     /// The lanes that replay: all, or within a shared busy period those up to the one whose

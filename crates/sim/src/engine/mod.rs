@@ -25,6 +25,12 @@
 //! it, so the generator records it in the histogram once for all of them, and each lane adds it
 //! only to its own sum and count, in delivery order (sums stay the same bit for bit).
 //!
+//! A second shortcut reaches busy periods of several messages: in one whose first and last
+//! arrivals are D packet starts apart, every fixed-α alpha strategy with α > D sends the messages
+//! exactly as shortest-first does (the α term of a priority outweighs any difference of arrival
+//! clocks). One of those lanes replays the period and the others copy its deliveries
+//! (`lanes::Lean`; the proof is at `LeanAlpha::agrees_with_shortest_first`).
+//!
 //! Layout: `generator` produces the shared sample path (arrivals, packet starts, batch
 //! boundaries, report times) in chunks; `lanes` replays a chunk through one strategy;
 //! `statistics` holds the latency accumulators and the result types; `run` drives a run
