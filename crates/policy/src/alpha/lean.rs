@@ -397,7 +397,7 @@ mod tests {
 
     /// Busy periods from an empty queue: every α that says it agrees with shortest-first for the
     /// period's packets and spread sends its messages at the same packet starts as shortest-first
-    /// (a spread one smaller fails this test), and
+    /// (accepting α > spread − 1 instead fails this test), and
     /// after `skip_busy_period` on a copy, the next periods go on alike (clock and arrival count
     /// as if replayed). Some α do not agree (or the statement is empty) and some do.
     #[test]
