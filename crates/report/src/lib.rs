@@ -25,6 +25,7 @@ pub mod loghist;
 pub mod machine;
 pub mod page;
 pub mod plot;
+pub mod testkit;
 
 pub use hist::{Hist, HistRecorder, Summary};
 pub use loghist::LogHist;
