@@ -42,7 +42,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1B,4K,64K,1M")]
     sizes: Vec<Size>,
     /// Measured rounds per cell.
-    #[arg(long, default_value = "1000", value_parser = crate::cli::parse_rounds)]
+    #[arg(long, default_value = "1000", value_parser = client::parse_rounds)]
     rounds: u64,
     /// Unrecorded rounds per cell.
     #[arg(long, default_value_t = 100)]
@@ -112,7 +112,7 @@ struct Results<'a> {
 
 /// Runs the benchmark.
 pub fn main(a: BenchArgs) -> Result<i32> {
-    let (stop, _rx) = crate::cli::signals();
+    let stop = schedlab_report::frontend::interrupt().flag();
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create output directory {}", a.out.display()))?;
     let pair = if a.netns { Some(NetnsPair::create()?) } else { None };
     let result = run(&a, pair.as_ref(), stop);
@@ -173,7 +173,7 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
                     if let Some(cpu) = ccpu {
                         let _ = schedlab_report::machine::pin_current_thread(cpu);
                     }
-                    let (stop, _) = crate::cli::signals();
+                    let stop = schedlab_report::frontend::interrupt().flag();
                     (client::run(&c, stop, |_| {}), ThreadInfo::current())
                 })?;
                 client_thread = th.clone();
