@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Build checks beyond the README's test command (each command's own line; fail loudly).
 set -euo pipefail
+# No circle of imports between files, and crates import only what their floor allows
+# (docs/guide/architecture.md); the self-test proves the check finds planted circles.
+python3 scripts/import-circles.py --self-test
+python3 scripts/import-circles.py
 # schedlab rdma: the real RDMA backend (libibverbs via sideway) must compile, and without an RDMA
 # device it must exit non-zero with a one-line explanation (skipped with a note if a device exists).
 cargo build --release -p schedlab --features rdma-verbs

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-import polars as pl
-
 from schedlab import _native
 
 
@@ -19,13 +17,12 @@ def _run_one(job: str) -> dict:
     return _native.run_cells([job], 1)
 
 
-def run(cells: Sequence[str], *, address: Optional[str] = None) -> pl.DataFrame:
+def run(cells: Sequence[str], *, address: Optional[str] = None) -> dict[str, list]:
     """Runs ``cells`` (JSON from a :class:`schedlab.Spec`) as Ray tasks, one per cell, and returns
-    the rows in cell order. Joins ``address`` (default: the running cluster, ``"auto"``) unless
-    ``ray.init`` was already called."""
+    the rows in cell order as column lists (``schedlab.sweep`` makes the DataFrame, so this module
+    imports nothing of the package but the native entry point). Joins ``address`` (default: the
+    running cluster, ``"auto"``) unless ``ray.init`` was already called."""
     import ray
-
-    from schedlab.sweep import _frame
 
     if not ray.is_initialized():
         ray.init(address=address or "auto", log_to_driver=False)
@@ -41,4 +38,4 @@ def run(cells: Sequence[str], *, address: Optional[str] = None) -> pl.DataFrame:
     for p in parts:
         for k, v in p.items():
             cols[k].extend(v)
-    return _frame(cols)
+    return cols

@@ -214,7 +214,7 @@ def run_spec(
     if backend == "ray":
         from schedlab import ray_backend
 
-        return ray_backend.run(spec.cells, address=address)
+        return _frame(ray_backend.run(spec.cells, address=address))
     raise ValueError(f"backend {backend!r}: use 'local' or 'ray'")
 
 

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use serde::Serialize;
 
 use schedlab_report::machine::{MachineInfo, ThreadInfo};
 use schedlab_report::plot::figures::{echo_chart, EchoCell};
+use schedlab_report::results::echo_bench::{EchoBench, EchoBenchSchema};
 use schedlab_report::Summary;
 
 use crate::client::{self, BurstConfig};
@@ -42,7 +42,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1B,4K,64K,1M")]
     sizes: Vec<Size>,
     /// Measured rounds per cell.
-    #[arg(long, default_value = "1000", value_parser = crate::cli::parse_rounds)]
+    #[arg(long, default_value = "1000", value_parser = client::parse_rounds)]
     rounds: u64,
     /// Unrecorded rounds per cell.
     #[arg(long, default_value_t = 100)]
@@ -79,40 +79,12 @@ pub struct BenchArgs {
     timeout: u64,
 }
 
-/// One cell of the matrix.
-#[derive(Clone, Debug, Serialize)]
-pub struct Row {
-    pub mode: String,
-    pub size_bytes: u64,
-    pub busy_poll_us: Option<u32>,
-    /// Statistics of all measured rounds (µs).
-    pub rtt_us: Summary,
-    /// Statistics after dropping the slowest `trimmed_percent` (what the CSV files hold).
-    pub trimmed_rtt_us: Summary,
-    pub trimmed_percent: f64,
-    /// CPU the client and the server connection last ran on.
-    pub client_cpu: i32,
-    pub server_cpu: Option<i32>,
-    /// `SO_INCOMING_NAPI_ID` seen by the server (0: busy poll cannot act), when busy polling.
-    pub napi_id: Option<u32>,
-}
-
-#[derive(Serialize)]
-struct Results<'a> {
-    machine: MachineInfo,
-    client_thread: ThreadInfo,
-    path: &'static str,
-    rounds: u64,
-    warmup: u64,
-    rows: &'a [Row],
-    skipped: &'a [String],
-    peer: &'a [Row],
-    interrupted: bool,
-}
+/// One cell of the matrix: the typed result row (`schedlab_report::results::echo_bench`).
+pub use schedlab_report::results::echo_bench::EchoRow as Row;
 
 /// Runs the benchmark.
 pub fn main(a: BenchArgs) -> Result<i32> {
-    let (stop, _rx) = crate::cli::signals();
+    let stop = schedlab_report::frontend::interrupt().flag();
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create output directory {}", a.out.display()))?;
     let pair = if a.netns { Some(NetnsPair::create()?) } else { None };
     let result = run(&a, pair.as_ref(), stop);
@@ -173,7 +145,7 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
                     if let Some(cpu) = ccpu {
                         let _ = schedlab_report::machine::pin_current_thread(cpu);
                     }
-                    let (stop, _) = crate::cli::signals();
+                    let stop = schedlab_report::frontend::interrupt().flag();
                     (client::run(&c, stop, |_| {}), ThreadInfo::current())
                 })?;
                 client_thread = th.clone();
@@ -218,19 +190,21 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
     let interrupted = stop.load(Ordering::SeqCst);
     let peer = if a.peer == "sockperf" && !interrupted { sockperf_rows(a, pair, connect_ip) } else { Vec::new() };
     write_outputs(a, &rows, &peer)?;
-    let results = Results {
+    let results = EchoBench {
+        schema: EchoBenchSchema,
         machine,
         client_thread,
-        path,
+        path: path.to_string(),
         rounds: a.rounds,
         warmup: a.warmup,
-        rows: &rows,
-        skipped: &skipped,
-        peer: &peer,
+        rows,
+        skipped,
+        peer,
         interrupted,
     };
     schedlab_report::export::write_json(&a.out.join("results.json"), &results)?;
-    print!("{}", table(&rows, &peer, &a.sizes, path));
+    let rows = &results.rows;
+    print!("{}", table(rows, &results.peer, &a.sizes, path));
     if rows.iter().any(|r| r.busy_poll_us.is_some() && r.napi_id == Some(0)) {
         println!("busy poll: SO_BUSY_POLL was set, but SO_INCOMING_NAPI_ID is 0 on this path ({path}): it cannot take effect; differences between the series are noise");
     }

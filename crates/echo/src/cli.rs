@@ -15,6 +15,7 @@ use serde::Serialize;
 use schedlab_report::machine::{MachineInfo, ThreadInfo};
 use schedlab_report::Summary;
 
+pub use crate::client::parse_rounds;
 use crate::client::{self, BurstConfig, ClientMode};
 use crate::server::{self, Mode, Server, ServerConfig, UringData, DEFAULT_BUSY_POLL_US};
 use crate::{stats, sys, EchoError, Size};
@@ -201,15 +202,6 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
 /// `system` means the system default (None); anything else is a congestion control name.
 fn congestion_choice(s: &str) -> Option<String> {
     (s != "system").then(|| s.to_string())
-}
-
-/// A number of rounds: a whole number, at least 1.
-pub fn parse_rounds(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err("rounds must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("'{s}' is not a whole number of rounds")),
-    }
 }
 
 fn parse_size(s: &str) -> Result<Size, String> {

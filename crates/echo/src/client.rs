@@ -43,6 +43,15 @@ pub enum ClientMode {
     Rr,
 }
 
+/// A number of rounds (`burst ROUNDS`, `echo-bench --rounds`): a whole number, at least 1.
+pub fn parse_rounds(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("rounds must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a whole number of rounds")),
+    }
+}
+
 /// What the client is asked to do.
 #[derive(Clone, Debug)]
 pub struct BurstConfig {

@@ -36,7 +36,7 @@
 //! [`PolicySpec::name`], [`PolicySpec::label`], [`PolicySpec::family`] and [`PolicySpec::build`]; the
 //! round-trip tests below then cover it.
 
-use crate::alpha::ALPHA_MAX;
+use crate::alpha::{num_label, track_label, ALPHA_MAX};
 use crate::{
     Alpha, AlphaConfig, AlphaSched, AnyPolicy, Drr, Fifo, FlowWeight, Qfq, RoundRobin, RoundRobinHead, TrackSched, Wf2qPlus,
 };
@@ -359,25 +359,6 @@ impl PolicySpec {
             PolicySpec::Wf2qPlus,
             PolicySpec::Qfq,
         ]
-    }
-}
-
-/// A number for a label: plain when short, `1e300` style when it would be long.
-fn num_label(x: f64) -> String {
-    let plain = format!("{x}");
-    if plain.len() <= 12 {
-        plain
-    } else {
-        format!("{x:e}")
-    }
-}
-
-pub(crate) fn track_label(kind: &str, low: f64, high: f64, gain: f64) -> String {
-    let (low, high) = (num_label(low), num_label(high));
-    if gain == 1.0 {
-        format!("{kind}{low}-{high}")
-    } else {
-        format!("{kind}{low}-{high}x{}", num_label(gain))
     }
 }
 

@@ -405,7 +405,7 @@ impl<T: Copy> Policy<T> for TrackSched<T> {
         self.packets
     }
     fn label(&self) -> String {
-        crate::spec::track_label("track", self.t.low.get(), self.t.high.get(), self.t.gain)
+        crate::alpha::track_label("track", self.t.low.get(), self.t.high.get(), self.t.gain)
     }
 }
 

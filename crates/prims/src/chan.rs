@@ -14,7 +14,7 @@ use std::sync::{Condvar, Mutex};
 
 use serde::Serialize;
 
-use crate::locks::Sem;
+use crate::locks::{futex_wait, futex_wake, Sem};
 use crate::PrimsError;
 
 /// A one-directional notification channel between threads.
@@ -193,28 +193,6 @@ impl Notifier for ByteChannel {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "notification channel closed"));
         }
         Ok(n as u64)
-    }
-}
-
-/// `FUTEX_WAKE_PRIVATE` on `word`, waking up to `n` sleepers.
-pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {
-    // SAFETY: the address is a live, aligned u32; FUTEX_WAKE only uses it as a key.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, n);
-    }
-}
-
-/// `FUTEX_WAIT_PRIVATE`: sleeps while `word` still holds `expected`.
-fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: the address is a live, aligned u32; a null timeout means wait without limit.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
     }
 }
 

@@ -276,7 +276,7 @@ impl TryLock for FutexLock {
     #[inline]
     fn unlock(&self) {
         if self.word.swap(0, Ordering::Release) == 2 {
-            crate::chan::futex_wake(&self.word, 1);
+            futex_wake(&self.word, 1);
         }
     }
 }
@@ -336,6 +336,28 @@ impl TryLock for TicketLock {
     #[inline]
     fn unlock(&self) {
         self.serving.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// `FUTEX_WAKE_PRIVATE` on `word`, waking up to `n` sleepers.
+pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: the address is a live, aligned u32; FUTEX_WAKE only uses it as a key.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, n);
+    }
+}
+
+/// `FUTEX_WAIT_PRIVATE`: sleeps while `word` still holds `expected`.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: the address is a live, aligned u32; a null timeout means wait without limit.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
     }
 }
 

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
-use serde::Serialize;
 
 use schedlab_report::export::{write_json, Csv};
 use schedlab_report::plot::figures::share_chart;
+use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
 
 use crate::backend::BackendKind;
 use crate::bench::{self, BenchConfig, BenchError, RunResult};
@@ -316,14 +316,6 @@ pub fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<Msg
     })
 }
 
-#[derive(Serialize)]
-struct ShareJson<'a> {
-    /// `EMULATED` if either flow was emulated, else the common backend or `unknown`.
-    backend: String,
-    #[serde(flatten)]
-    report: &'a ShareReport,
-}
-
 fn overall_backend(r: &ShareReport) -> String {
     let b: Vec<&str> = r.flows.iter().map(|f| f.backend.as_str()).collect();
     if b.contains(&"EMULATED") {
@@ -376,7 +368,15 @@ fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{p}throughput over time: {} windows of {wms} ms (see --csv, --json or --svg)", r.windows.len())?;
     }
     if let Some(path) = &a.json {
-        write_json(path, &ShareJson { backend: backend.clone(), report: &r })?;
+        let typed = RdmaShare {
+            schema: RdmaShareSchema,
+            backend: backend.clone(),
+            flows: r.flows.clone(),
+            jain: r.jain,
+            window_us: r.window_us,
+            windows: r.windows.clone(),
+        };
+        write_json(path, &typed)?;
     }
     if let Some(path) = &a.csv {
         let mut c = Csv::create(path, &["start_ms", "end_ms", "a_gbps", "b_gbps", "jain", "backend"])?;

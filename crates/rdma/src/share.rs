@@ -49,39 +49,9 @@ pub struct FlowInput {
     pub records: Vec<MsgRecord>,
 }
 
-/// One flow's share.
-#[derive(Clone, Debug, Serialize)]
-pub struct FlowShare {
-    pub name: String,
-    pub source: String,
-    pub backend: String,
-    pub bytes_per_msg: u64,
-    pub count: Option<u64>,
-    /// This flow finished first.
-    pub finished_first: bool,
-    /// Completed messages at the cut.
-    pub completed_at_cut: u64,
-    /// The completion time the bandwidth is computed over, µs.
-    pub cut_time_us: f64,
-    /// Last completion of the flow, µs.
-    pub end_time_us: f64,
-    pub gbps: f64,
-    /// Latency of every message in the file (µs).
-    pub lat_us: Summary,
-    /// Messages in the file fewer than the count asked for (interrupted run).
-    pub incomplete: bool,
-}
-
-/// Throughput of both flows in one window.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Window {
-    pub start_ms: f64,
-    pub end_ms: f64,
-    pub a_gbps: f64,
-    pub b_gbps: f64,
-    /// Jain's index of the two rates in this window (1 when both are idle).
-    pub jain: f64,
-}
+/// One flow's share and one window's throughput: the typed result parts
+/// (`schedlab_report::results::rdma_share`), which `rdma share --json` writes.
+pub use schedlab_report::results::rdma_share::{FlowShare, Window};
 
 /// The whole analysis.
 #[derive(Clone, Debug, Serialize)]

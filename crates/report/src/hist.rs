@@ -157,17 +157,36 @@ impl HistRecorder {
 }
 
 /// Percentile summary of a set of samples, all in one unit (named by the caller's field).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+/// A value that is NaN (no finite sample) is written as `null` and read back as NaN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub count: u64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub min: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub mean: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub stddev: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub p50: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub p90: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub p99: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub p999: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub p9999: f64,
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub max: f64,
 }
 

@@ -12,6 +12,8 @@
 //! - [`page`]: `schedlab report`, one self-contained HTML page (inline SVG, one CSS block, no
 //!   script) from any set of schedlab result files.
 //!
+//! - [`results`]: the typed result kinds (a `schema` tag with name and version in each), which
+//!   the writers fill, the page reads, and whose JSON Schemas are committed under `schemas/`;
 //! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
 //!   closed pipe, the exit codes.
 //!
@@ -25,6 +27,7 @@ pub mod loghist;
 pub mod machine;
 pub mod page;
 pub mod plot;
+pub mod results;
 pub mod testkit;
 
 pub use hist::{Hist, HistRecorder, Summary};

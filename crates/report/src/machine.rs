@@ -9,7 +9,7 @@ use std::fs;
 use serde::Serialize;
 
 /// Facts about the machine a result was measured on.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MachineInfo {
     pub hostname: String,
     pub kernel: String,
@@ -141,7 +141,7 @@ pub fn online_cpus() -> Vec<usize> {
 }
 
 /// Scheduling policy of a thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SchedPolicy {
     SchedOther,
@@ -180,7 +180,7 @@ impl SchedPolicy {
 }
 
 /// What a thread actually got, read back from the kernel.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ThreadInfo {
     /// Kernel thread id.
     pub tid: i64,

@@ -18,6 +18,7 @@ use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
 use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
+pub use crate::model::parse_count;
 use crate::model::{
     check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
     ModelError, Service, Strategy,
@@ -256,23 +257,6 @@ struct BenchArgs {
     /// Write the result as JSON
     #[arg(long = "json", value_name = "FILE")]
     json: Option<PathBuf>,
-}
-
-/// Parses counts like `100000`, `50k`, `20M`, `1G`, `1e8`.
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a count (e.g. 5000000, 50M, 1e8)"))?;
-    let v = v * mul;
-    if !(1.0..1e15).contains(&v) {
-        return Err(format!("'{s}' must be between 1 and 1e15"));
-    }
-    Ok(v.round() as u64)
 }
 
 /// Runs `schedlab sim` or `schedlab bench`; `args[0]` is the command name.

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod cli;
 pub mod engine;
 pub mod expo;
+pub mod format;
 pub mod model;
 pub mod output;
 pub mod plot;

@@ -2,8 +2,7 @@
 //! over them in the shape of one run, so the report's tables print the means per cell and the
 //! half-width columns show Student-t 95% half-widths across the replications.
 
-use crate::engine::{LatStats, RunResult, SimConfig, StrategyResult};
-use crate::questions::{AlphaChosen, ClassLen};
+use crate::engine::{AlphaChosen, ClassLen, LatStats, RunResult, SimConfig, StrategyResult};
 use crate::stats::{half_width, mean};
 
 /// The configurations of `n` replications of `cfg`: seeds `cfg.seed`, `cfg.seed + 1`, …
@@ -38,7 +37,7 @@ pub fn merge(reps: &[RunResult]) -> RunResult {
         .enumerate()
         .map(|(i, s0)| {
             let all: Vec<&StrategyResult> = reps.iter().filter_map(|r| r.strategies.get(i)).collect();
-            let lens = crate::stats::analysis::lengths(reps);
+            let lens = crate::stats::lengths(reps);
             let by_len: Vec<LatStats> = lens
                 .iter()
                 .filter_map(|&l| {

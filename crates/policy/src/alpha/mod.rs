@@ -44,6 +44,7 @@ mod sched;
 use std::cmp::Ordering;
 
 pub use lean::{LeanAlpha, LEAN_CLASSES};
+pub(crate) use sched::{num_label, track_label};
 pub use sched::{Alpha, AlphaConfig, AlphaSched, Tracking, ALPHA_MAX};
 
 /// Heap key: priority, arrival sequence (ties go oldest first) and the slot of the message body.

@@ -359,10 +359,30 @@ impl<T: Copy> Policy<T> for AlphaSched<T> {
         if self.cfg.infinite {
             "SF".into()
         } else if let Some(t) = self.cfg.tracking {
-            crate::spec::track_label("track-insert", t.low.get(), t.high.get(), t.gain)
+            track_label("track-insert", t.low.get(), t.high.get(), t.gain)
         } else {
             self.cfg.alpha.to_string()
         }
+    }
+}
+
+/// A number for a label: plain when short, `1e300` style when it would be long.
+pub(crate) fn num_label(x: f64) -> String {
+    let plain = format!("{x}");
+    if plain.len() <= 12 {
+        plain
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// The label of a tracking policy: `KINDlow-high`, with `xGAIN` unless the gain is 1.
+pub(crate) fn track_label(kind: &str, low: f64, high: f64, gain: f64) -> String {
+    let (low, high) = (num_label(low), num_label(high));
+    if gain == 1.0 {
+        format!("{kind}{low}-{high}")
+    } else {
+        format!("{kind}{low}-{high}x{}", num_label(gain))
     }
 }
 

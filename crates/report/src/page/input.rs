@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use crate::results::echo_bench::EchoBenchSchema;
+use crate::results::rdma_share::RdmaShareSchema;
+
 /// What a result file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -90,9 +93,18 @@ fn parse_csv(path: &Path, text: &str) -> Result<Table> {
     Ok(Table { header, rows })
 }
 
-/// Tells the kind of a JSON result from its fields.
+/// Tells the kind of a JSON result: from its `schema` tag when it has one, else (results written
+/// before the tag) from its fields.
 pub fn json_kind(v: &Value) -> Result<Kind, String> {
     let Some(o) = v.as_object() else { return Err("JSON, but not an object".into()) };
+    if let Some(tag) = crate::results::tag_of(v) {
+        let name = tag.rsplit_once('/').map_or(tag, |(n, _)| n);
+        match name {
+            EchoBenchSchema::NAME => return Ok(Kind::EchoBench),
+            RdmaShareSchema::NAME => return Ok(Kind::RdmaShare),
+            _ => {}
+        }
+    }
     let has = |k: &str| o.contains_key(k);
     let runs_have = |k: &str| v["runs"].as_array().is_some_and(|r| r.iter().any(|x| x.get(k).is_some()));
     let cmd = o.get("command");
@@ -191,6 +203,8 @@ mod tests {
         assert!(json_kind(&json!({"command": "sim"})).is_err(), "no runs");
         assert!(json_kind(&json!([1, 2])).is_err());
         assert!(json_kind(&json!({"format": "schedlab-rdma-meta/1"})).unwrap_err().contains("rdma share"));
+        assert_eq!(json_kind(&json!({"schema": "schedlab.echo-bench/1"})), Ok(Kind::EchoBench), "the tag decides");
+        assert_eq!(json_kind(&json!({"schema": "schedlab.rdma-share/2", "flows": []})), Ok(Kind::RdmaShare));
     }
 
     #[test]

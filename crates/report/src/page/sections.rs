@@ -13,6 +13,7 @@ use crate::plot::figures::{
     PredictSeries,
 };
 use crate::plot::fmt_tick;
+use crate::results::{self, echo_bench::EchoBench, echo_bench::EchoRow, rdma_share::RdmaShare};
 
 /// A number for a table cell: about four significant digits, no exponent below a million.
 pub fn num(x: f64) -> String {
@@ -959,33 +960,40 @@ fn size_label(bytes: f64) -> String {
 
 fn echo(v: &Value, source: &str) -> Section {
     let mut sec = Section::new("echo-bench", "TCP echo latency matrix", source);
+    let r: EchoBench = match results::read(v) {
+        Ok(r) => r,
+        Err(e) => return unreadable(sec, &e),
+    };
     what_was_run(
         &mut sec,
         v,
         vec![
-            ("path".into(), txt(&v["path"])),
-            ("measured rounds per cell".into(), txt(&v["rounds"])),
-            ("warm-up rounds".into(), txt(&v["warmup"])),
+            ("path".into(), r.path.clone()),
+            ("measured rounds per cell".into(), r.rounds.to_string()),
+            ("warm-up rounds".into(), r.warmup.to_string()),
         ],
     );
     machine_and_placement(&mut sec, v);
-    let rows = v["rows"].as_array().cloned().unwrap_or_default();
-    let mut table_rows = Vec::new();
-    for r in &rows {
-        let t = &r["trimmed_rtt_us"];
-        table_rows.push(vec![
-            txt(&r["mode"]),
-            size_label(f(&r["size_bytes"])),
-            if r["busy_poll_us"].is_null() { "off".into() } else { format!("{} us", txt(&r["busy_poll_us"])) },
-            txt(&t["count"]),
-            num(f(&t["p50"])),
-            num(f(&t["stddev"])),
-            num(f(&t["min"])),
-            num(f(&t["max"])),
-            num(f(&r["rtt_us"]["p99"])),
-            format!("{} / {}", txt(&r["client_cpu"]), txt(&r["server_cpu"])),
-        ]);
-    }
+    let busy = |b: Option<u32>| b.map_or_else(|| "off".to_string(), |u| format!("{u} us"));
+    let table_rows = r
+        .rows
+        .iter()
+        .map(|x| {
+            let t = &x.trimmed_rtt_us;
+            vec![
+                x.mode.clone(),
+                size_label(x.size_bytes as f64),
+                busy(x.busy_poll_us),
+                t.count.to_string(),
+                num(t.p50),
+                num(t.stddev),
+                num(t.min),
+                num(t.max),
+                num(x.rtt_us.p99),
+                format!("{} / {}", x.client_cpu, x.server_cpu.map_or_else(|| "–".to_string(), |c| c.to_string())),
+            ]
+        })
+        .collect();
     sec.push(Block::Heading("Results".into()));
     sec.push(Block::Table {
         caption: "Round trip per mode and size (us; median, dev, min, max after dropping the slowest rounds; p99 of all rounds)"
@@ -995,32 +1003,32 @@ fn echo(v: &Value, source: &str) -> Section {
             .to_vec(),
         rows: table_rows,
     });
-    let skipped = v["skipped"].as_array().map(|a| a.iter().map(txt).collect::<Vec<_>>()).unwrap_or_default();
-    if !skipped.is_empty() {
-        sec.push(Block::Warning(format!("Skipped: {}", skipped.join("; "))));
+    if !r.skipped.is_empty() {
+        sec.push(Block::Warning(format!("Skipped: {}", r.skipped.join("; "))));
+    }
+    if r.interrupted {
+        sec.push(Block::Warning("Interrupted: the matrix stopped early; the rows are the cells that finished.".into()));
     }
     sec.push(Block::Heading("Figures".into()));
-    let mut sizes: Vec<f64> = rows.iter().map(|r| f(&r["size_bytes"])).filter(|x| x.is_finite()).collect();
-    sizes.sort_by(f64::total_cmp);
+    let mut sizes: Vec<u64> = r.rows.iter().map(|x| x.size_bytes).collect();
+    sizes.sort_unstable();
     sizes.dedup();
-    let busy_us = rows.iter().find_map(|r| r["busy_poll_us"].as_f64());
+    let busy_us = r.rows.iter().find_map(|x| x.busy_poll_us);
+    let counted = |s: &Summary| (s.count > 0).then_some(*s);
     for size in sizes {
-        let at: Vec<&Value> = rows.iter().filter(|r| f(&r["size_bytes"]) == size).collect();
+        let at: Vec<&EchoRow> = r.rows.iter().filter(|x| x.size_bytes == size).collect();
         let cells: Vec<EchoCell> = at
             .iter()
-            .filter_map(|r| {
-                Some(EchoCell {
-                    mode: txt(&r["mode"]),
-                    busy_poll: !r["busy_poll_us"].is_null(),
-                    rtt_us: summary(&r["trimmed_rtt_us"])?,
-                })
+            .filter_map(|x| {
+                Some(EchoCell { mode: x.mode.clone(), busy_poll: x.busy_poll_us.is_some(), rtt_us: counted(&x.trimmed_rtt_us)? })
             })
             .collect();
         if cells.is_empty() {
             continue;
         }
-        let label = size_label(size);
-        let chart = echo_chart(&label, &format!("with BUSYPOLL ({} us)", busy_us.map(num).unwrap_or_default()), &cells);
+        let label = size_label(size as f64);
+        let chart =
+            echo_chart(&label, &format!("with BUSYPOLL ({} us)", busy_us.map(|u| u.to_string()).unwrap_or_default()), &cells);
         fig(
             &mut sec,
             &format!("{label} blocks: candlesticks per mode (box: median to median + dev/2; whiskers: min to max)."),
@@ -1028,9 +1036,9 @@ fn echo(v: &Value, source: &str) -> Section {
         );
         let series: Vec<(String, Summary)> = at
             .iter()
-            .filter_map(|r| {
-                let name = format!("{}{}", txt(&r["mode"]), if r["busy_poll_us"].is_null() { "" } else { " busypoll" });
-                Some((name, summary(&r["rtt_us"])?))
+            .filter_map(|x| {
+                let name = format!("{}{}", x.mode, if x.busy_poll_us.is_some() { " busypoll" } else { "" });
+                Some((name, counted(&x.rtt_us)?))
             })
             .collect();
         let cdf = summary_cdf(&format!("TCP echo round trip, {label} blocks"), "round trip (us)", &series);
@@ -1043,19 +1051,28 @@ fn echo(v: &Value, source: &str) -> Section {
     sec
 }
 
+/// A section whose result does not match its kind's type: says what does not match.
+fn unreadable(mut sec: Section, e: &results::ResultError) -> Section {
+    sec.push(Block::Warning(format!("This file cannot be read as its kind: {e}.")));
+    sec
+}
+
 // ----- rdma share -----
 
 fn rdma_share(v: &Value, source: &str) -> Section {
-    let backend = txt(&v["backend"]);
+    let r: RdmaShare = match results::read(v) {
+        Ok(r) => r,
+        Err(e) => return unreadable(Section::new("rdma share", "RDMA two-flow share", source), &e),
+    };
+    let backend = r.backend.clone();
     let mut sec = Section::new("rdma share", &format!("RDMA two-flow share [{backend}]"), source);
-    let flows = v["flows"].as_array().cloned().unwrap_or_default();
     what_was_run(
         &mut sec,
         v,
         vec![
             ("backend".into(), backend.clone()),
-            ("flows".into(), flows.iter().map(|x| txt(&x["source"])).collect::<Vec<_>>().join(", ")),
-            ("window (ms)".into(), num(f(&v["window_us"]) / 1e3)),
+            ("flows".into(), r.flows.iter().map(|x| x.source.clone()).collect::<Vec<_>>().join(", ")),
+            ("window (ms)".into(), num(r.window_us / 1e3)),
         ],
     );
     machine_and_placement(&mut sec, v);
@@ -1063,7 +1080,7 @@ fn rdma_share(v: &Value, source: &str) -> Section {
         sec.push(Block::Warning("EMULATED backend: queue-pair semantics over TCP, not an RDMA device.".into()));
     }
     sec.push(Block::Heading("Results".into()));
-    sec.push(Block::Facts(vec![("Jain's fairness index".into(), num(f(&v["jain"])))]));
+    sec.push(Block::Facts(vec![("Jain's fairness index".into(), num(r.jain))]));
     sec.push(Block::Table {
         caption: "Per flow: share at the moment the first flow finished, and post-to-completion latency (us)".into(),
         header: [
@@ -1080,42 +1097,35 @@ fn rdma_share(v: &Value, source: &str) -> Section {
         ]
         .map(String::from)
         .to_vec(),
-        rows: flows
+        rows: r
+            .flows
             .iter()
             .map(|x| {
                 vec![
-                    format!(
-                        "{}{}",
-                        txt(&x["name"]),
-                        if x["finished_first"].as_bool() == Some(true) { " (finished first)" } else { "" }
-                    ),
-                    txt(&x["source"]),
-                    txt(&x["bytes_per_msg"]),
-                    txt(&x["count"]),
-                    txt(&x["completed_at_cut"]),
-                    num(f(&x["cut_time_us"]) / 1e3),
-                    num(f(&x["gbps"])),
-                    num(f(&x["lat_us"]["p50"])),
-                    num(f(&x["lat_us"]["p99"])),
-                    num(f(&x["lat_us"]["max"])),
+                    format!("{}{}", x.name, if x.finished_first { " (finished first)" } else { "" }),
+                    x.source.clone(),
+                    x.bytes_per_msg.to_string(),
+                    x.count.map_or_else(|| "–".to_string(), |c| c.to_string()),
+                    x.completed_at_cut.to_string(),
+                    num(x.cut_time_us / 1e3),
+                    num(x.gbps),
+                    num(x.lat_us.p50),
+                    num(x.lat_us.p99),
+                    num(x.lat_us.max),
                 ]
             })
             .collect(),
     });
     sec.push(Block::Heading("Figures".into()));
-    let names: Vec<(String, u64)> = flows.iter().map(|x| (txt(&x["name"]), x["bytes_per_msg"].as_u64().unwrap_or(0))).collect();
-    let windows: Vec<(f64, Vec<f64>)> = v["windows"]
-        .as_array()
-        .map(|w| {
-            w.iter().map(|x| ((f(&x["start_ms"]) + f(&x["end_ms"])) / 2.0, vec![f(&x["a_gbps"]), f(&x["b_gbps"])])).collect()
-        })
-        .unwrap_or_default();
-    let chart = share_chart(f(&v["window_us"]) / 1e3, &backend, &names, &windows);
+    let names: Vec<(String, u64)> = r.flows.iter().map(|x| (x.name.clone(), x.bytes_per_msg)).collect();
+    let windows: Vec<(f64, Vec<f64>)> =
+        r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, vec![w.a_gbps, w.b_gbps])).collect();
+    let chart = share_chart(r.window_us / 1e3, &backend, &names, &windows);
     if chart.has_data() {
         fig(&mut sec, "Throughput of each flow over time (the share of the link).", chart.svg());
     }
     let series: Vec<(String, Summary)> =
-        flows.iter().filter_map(|x| Some((format!("flow {}", txt(&x["name"])), summary(&x["lat_us"])?))).collect();
+        r.flows.iter().filter(|x| x.lat_us.count > 0).map(|x| (format!("flow {}", x.name), x.lat_us)).collect();
     let cdf = summary_cdf("RDMA post-to-completion latency", "latency (us)", &series);
     if cdf.has_data() {
         fig(&mut sec, "Latency CDF per flow, through the recorded percentiles.", cdf.svg());

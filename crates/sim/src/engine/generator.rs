@@ -9,8 +9,7 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::run::Control;
-use super::{Arrivals, Msg, SimConfig};
+use super::{Arrivals, Control, Msg, SimConfig};
 use crate::expo::Ziggurat;
 use crate::model::{LengthTable, Service, TraceArrival};
 use schedlab_report::LogHist;

@@ -5,7 +5,7 @@ use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, LeanAlpha, Mes
 use schedlab_report::LogHist;
 
 use super::generator::{Kind, Path};
-use super::statistics::{Acc, LaneStats, LatStats, StrategyResult};
+use super::statistics::{class_len_results, Acc, LaneStats, LatStats, StrategyResult};
 use super::{Msg, SimConfig};
 use crate::model::{listing_alpha, Strategy};
 
@@ -224,7 +224,7 @@ impl Lane {
                 (None, AnyPolicy::Alpha(a)) => a.renormalisations(),
                 _ => 0,
             },
-            by_class_len: crate::questions::class_len_results(&st.by_class_len, &self.class_alphas),
+            by_class_len: class_len_results(&st.by_class_len, &self.class_alphas),
             alpha_chosen: match &self.policy {
                 AnyPolicy::Track(t) => Some(t.alpha_stats().into()),
                 _ => None,

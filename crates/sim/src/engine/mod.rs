@@ -41,12 +41,22 @@ mod lanes;
 mod run;
 mod statistics;
 
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use crate::model::{report_defaults, AlphaClass, LengthDist, Service, Strategy, TraceArrival};
 
-pub use run::{run, run_threads, Control};
-pub use statistics::{ci95, t975, Checkpoint, LatStats, RunResult, StrategyResult};
+pub use run::{run, run_threads};
+pub use statistics::{ci95, t975, AlphaChosen, Checkpoint, ClassLen, LatStats, RunResult, StrategyResult};
+
+/// Shared progress and cancellation for a run.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Packets arrived so far (updated every ~65k arrivals).
+    pub progress: AtomicU64,
+    /// Set to stop early; the run returns what it has, marked `interrupted`.
+    pub stop: AtomicBool,
+}
 
 /// Where messages come from.
 #[derive(Clone, Debug)]

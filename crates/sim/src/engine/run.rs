@@ -1,24 +1,15 @@
 //! The driver: chunks of the path replayed through every lane, on one thread or split over
 //! several (lane-parallel), closed loops one strategy at a time, and the run's results.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::generator::{Generator, Kind, Path, NO_MSG};
 use super::lanes::{replay_group, Lane};
-use super::statistics::{ci95, Checkpoint, RunResult};
-use super::{Arrivals, SimConfig};
+use super::statistics::{ci95, fill_path_fields, merge_closed, Checkpoint, RunResult};
+use super::{Arrivals, Control, SimConfig};
 use crate::model::{listing_alpha, Service, Strategy};
-
-/// Shared progress and cancellation for a run.
-#[derive(Debug, Default)]
-pub struct Control {
-    /// Packets arrived so far (updated every ~65k arrivals).
-    pub progress: AtomicU64,
-    /// Set to stop early; the run returns what it has, marked `interrupted`.
-    pub stop: AtomicBool,
-}
 
 /// Packet starts generated before every lane replays them (small enough to stay in cache).
 const CHUNK: usize = 1 << 12;
@@ -74,7 +65,7 @@ fn run_with(cfg: &SimConfig, ctl: &Control, threads: usize, allow: Shortcuts) ->
             }
         });
         let runs = results.into_iter().map(|r| r.expect("every strategy ran")).collect();
-        return crate::questions::merge_closed(runs).expect("at least one strategy");
+        return merge_closed(runs).expect("at least one strategy");
     }
     run_open(cfg, ctl, max_len, allow, threads)
 }
@@ -426,7 +417,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
             .iter()
             .map(|l| {
                 let mut s = l.result(qlen, &gen.lone);
-                crate::questions::fill_path_fields(&mut s, cfg.traffic, ctl_packets, gen.now, ci95(&gen.qbatches));
+                fill_path_fields(&mut s, cfg.traffic, ctl_packets, gen.now, ci95(&gen.qbatches));
                 s
             })
             .collect(),

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::generator::Kind;
 use super::Msg;
-use schedlab_policy::Alpha;
+use schedlab_policy::{Alpha, AlphaStats};
 
 /// Mean, confidence interval and percentiles of a latency population (time units).
 #[derive(Clone, Debug, Serialize)]
@@ -47,9 +47,9 @@ pub struct StrategyResult {
     /// Renormalisations of the alpha clock (0 for other strategies).
     pub clock_renormalisations: u64,
     /// Per (§10 class, length): latency (empty unless `--msg-alpha`).
-    pub by_class_len: Vec<crate::questions::ClassLen>,
+    pub by_class_len: Vec<ClassLen>,
     /// §13: the α a tracking strategy (`track:`) chose; `None` for the others.
-    pub alpha_chosen: Option<crate::questions::AlphaChosen>,
+    pub alpha_chosen: Option<AlphaChosen>,
     /// §11 in-order delivery applies to this strategy (the alpha family, with `--in-order`).
     pub in_order_applies: bool,
     /// This strategy's sample path: packets in, simulated time and qlen's 95% half-width (the
@@ -224,7 +224,7 @@ pub(super) struct LaneStats {
     pub(super) overall_aligned: Vec<f64>,
     pub(super) by_class: Vec<Acc>,
     /// Per (§10 class, length).
-    pub(super) by_class_len: Vec<Vec<crate::questions::CellAcc>>,
+    pub(super) by_class_len: Vec<Vec<CellAcc>>,
     pub(super) last_seq: Vec<u32>,
     pub(super) seen: Vec<bool>,
     pub(super) reordered: u64,
@@ -288,7 +288,7 @@ impl LaneStats {
     fn delivered_extra(&mut self, m: Msg, lat: f64) {
         if let Some(c) = self.by_class.get_mut(m.class as usize) {
             c.add(lat);
-            crate::questions::record_class_len(&mut self.by_class_len, m.class, m.len, lat);
+            record_class_len(&mut self.by_class_len, m.class, m.len, lat);
         }
         if !self.last_seq.is_empty() {
             let a = m.app as usize;
@@ -313,7 +313,7 @@ impl LaneStats {
         for a in &mut self.by_class {
             a.close_batch();
         }
-        self.by_class_len.iter_mut().flatten().for_each(crate::questions::CellAcc::close_batch);
+        self.by_class_len.iter_mut().flatten().for_each(CellAcc::close_batch);
     }
 
     /// All messages together: per-length accumulators merged (with the shared histograms of the
@@ -349,6 +349,137 @@ impl LaneStats {
         let all = self.overall(None).mean();
         self.checks.push((self.packets_out, lens, all));
     }
+}
+
+// ---- §10 per-(class, length) cells, §13 chosen α, and result assembly (see `crate::questions`)
+
+/// Latency accumulator of one (class, length) cell: count, sum and batch means.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CellAcc {
+    n: u64,
+    sum: f64,
+    snap_n: u64,
+    snap_sum: f64,
+    bmeans: Vec<f64>,
+}
+
+impl CellAcc {
+    pub(crate) fn add(&mut self, lat: f64) {
+        self.n += 1;
+        self.sum += lat;
+    }
+    pub(crate) fn close_batch(&mut self) {
+        let dn = self.n - self.snap_n;
+        if dn > 0 {
+            self.bmeans.push((self.sum - self.snap_sum) / dn as f64);
+        }
+        self.snap_n = self.n;
+        self.snap_sum = self.sum;
+    }
+}
+
+/// Records `lat` in the cell of (`class`, `len`), growing the table as needed.
+pub(crate) fn record_class_len(cells: &mut Vec<Vec<CellAcc>>, class: u32, len: u32, lat: f64) {
+    let (c, l) = (class as usize, len as usize);
+    if cells.len() <= c {
+        cells.resize_with(c + 1, Vec::new);
+    }
+    if cells[c].len() <= l {
+        cells[c].resize_with(l + 1, CellAcc::default);
+    }
+    cells[c][l].add(lat);
+}
+
+/// Mean latency of the messages of one §10 α class and one length.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ClassLen {
+    /// Class index, in `--msg-alpha` order.
+    pub class: u32,
+    /// The class's α (used by the `prio` strategy only; other strategies ignore it).
+    pub alpha: f64,
+    pub len: u32,
+    pub count: u64,
+    pub mean_tu: f64,
+    /// Half-width of the 95% confidence interval (batch means; NaN with too few batches).
+    pub ci95_tu: f64,
+}
+
+/// The (class, length) cells that saw messages.
+pub(crate) fn class_len_results(cells: &[Vec<CellAcc>], alphas: &[f64]) -> Vec<ClassLen> {
+    let mut out = Vec::new();
+    for (c, row) in cells.iter().enumerate() {
+        for (l, a) in row.iter().enumerate().filter(|(_, a)| a.n > 0) {
+            out.push(ClassLen {
+                class: c as u32,
+                alpha: alphas.get(c).copied().unwrap_or(f64::NAN),
+                len: l as u32,
+                count: a.n,
+                mean_tu: a.sum / a.n as f64,
+                ci95_tu: ci95(&a.bmeans),
+            });
+        }
+    }
+    out
+}
+
+/// The α a tracking strategy used, one sample per packet start (that is, over the busy time).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct AlphaChosen {
+    pub samples: u64,
+    pub mean: f64,
+    pub p10: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl From<AlphaStats> for AlphaChosen {
+    fn from(s: AlphaStats) -> Self {
+        AlphaChosen { samples: s.samples, mean: s.mean, p10: s.p10, p50: s.p50, p90: s.p90, min: s.min, max: s.max }
+    }
+}
+
+/// Sets a strategy's own sample-path fields: packets in, simulated time, qlen's interval, and
+/// the offered (`traffic / 100`) and carried (packets sent / simulated time) load.
+pub(crate) fn fill_path_fields(s: &mut StrategyResult, traffic_pct: f64, packets_in: u64, sim_time: f64, qci: f64) {
+    s.packets_in = packets_in;
+    s.sim_time_tu = sim_time;
+    s.qlen_ci95_pkts = qci;
+    s.offered_load = traffic_pct / 100.0;
+    s.carried_load = if sim_time > 0.0 { s.packets_out as f64 / sim_time } else { 0.0 };
+}
+
+/// Merges the runs of a closed loop (one strategy each, each on its own sample path). The
+/// run-level `sim_time_tu`, `qlen_pkts` and `qlen_ci95_pkts` have no single value then: they are
+/// NaN (JSON `null`); each strategy carries its own. The listing's report times are the same in
+/// every run, so the `>>` blocks are merged by index, each row with its own packets in.
+pub(crate) fn merge_closed(runs: Vec<RunResult>) -> Option<RunResult> {
+    let mut it = runs.into_iter();
+    let mut m = it.next()?;
+    let own_in = |r: &RunResult| r.checkpoints.iter().map(|c| vec![c.packets_in; c.rows.len()]).collect::<Vec<_>>();
+    let mut row_in = own_in(&m);
+    for r in it {
+        for (k, c) in r.checkpoints.iter().enumerate() {
+            if k < m.checkpoints.len() {
+                m.checkpoints[k].rows.extend(c.rows.iter().cloned());
+                row_in[k].extend(std::iter::repeat_n(c.packets_in, c.rows.len()));
+            } else {
+                m.checkpoints.push(c.clone());
+                row_in.push(vec![c.packets_in; c.rows.len()]);
+            }
+        }
+        m.strategies.extend(r.strategies);
+        m.interrupted |= r.interrupted;
+        m.packets_in = m.packets_in.max(r.packets_in);
+    }
+    for (c, v) in m.checkpoints.iter_mut().zip(row_in) {
+        c.row_packets_in = v;
+    }
+    m.sim_time_tu = f64::NAN;
+    m.qlen_pkts = f64::NAN;
+    m.qlen_ci95_pkts = f64::NAN;
+    Some(m)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::compare::{compare, Comparison};
-use super::{finite, half_width, lag1_autocorrelation, mean, mser};
-use crate::engine::{Arrivals, LatStats, RunResult, SimConfig};
+use super::{estimate, finite, half_width, lag1_autocorrelation, lat_for, lengths, mean, mser};
+use crate::engine::{Arrivals, RunResult, SimConfig};
 use crate::model::Strategy;
 use crate::output::{fmt_g, thousands};
 use crate::theory::{MxG1, RELAXATIONS_NEEDED};
@@ -28,7 +28,9 @@ impl Warmup {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" | "mser" => Ok(Warmup::Auto),
             "none" | "0" => Ok(Warmup::None),
-            _ => crate::cli::parse_count(s).map(Warmup::Packets).map_err(|e| format!("{e}; or 'auto' (MSER on the batch means)")),
+            _ => {
+                crate::model::parse_count(s).map(Warmup::Packets).map_err(|e| format!("{e}; or 'auto' (MSER on the batch means)"))
+            }
         }
     }
 }
@@ -140,26 +142,6 @@ pub struct LevelStats {
     pub warnings: Vec<String>,
 }
 
-/// A steady-state estimate and its batch-means half-width from one replication: the cumulative
-/// values when nothing is deleted, else the mean and spread of the batch means from `d` on.
-pub(crate) fn estimate(series: &[f64], d: usize, cum: (f64, f64)) -> (f64, f64) {
-    if d == 0 {
-        return cum;
-    }
-    let kept = finite(series.get(d..).unwrap_or(&[]));
-    (mean(&kept), half_width(&kept))
-}
-
-/// A strategy's statistics for length `len` (0 = all messages).
-pub(crate) fn lat_for(r: &RunResult, strategy: usize, len: u32) -> Option<&LatStats> {
-    let s = r.strategies.get(strategy)?;
-    if len == 0 {
-        Some(&s.overall)
-    } else {
-        s.by_len.iter().find(|l| l.len == len)
-    }
-}
-
 /// Combines per-replication estimates into one cell.
 fn combine(len: u32, per: Vec<Option<(f64, f64)>>) -> Cell {
     let (m, hw) = if per.len() == 1 {
@@ -176,14 +158,6 @@ fn set_theory(c: &mut Cell, value: f64) {
     // NaN (no half-width) counts as flagged.
     let within = (c.mean - value).abs() <= c.ci95;
     c.flagged = Some(!within);
-}
-
-/// Lengths seen by any replication, increasing.
-pub(crate) fn lengths(reps: &[RunResult]) -> Vec<u32> {
-    let mut v: Vec<u32> = reps.iter().flat_map(|r| r.strategies.iter().flat_map(|s| s.by_len.iter().map(|l| l.len))).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// Arrival packets per batch, as the engine cut them.

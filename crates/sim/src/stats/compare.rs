@@ -10,8 +10,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::analysis::{estimate, lat_for, lengths};
-use super::{finite, half_width, mean, verdict};
+use super::{estimate, finite, half_width, lat_for, lengths, mean, verdict};
 use crate::engine::RunResult;
 use crate::model::Strategy;
 use crate::output::fmt_g;

@@ -10,6 +10,8 @@ pub mod compare;
 
 pub use analysis::{analyse, LevelStats, Options, Warmup};
 
+use crate::engine::{LatStats, RunResult};
+
 /// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95%): the table
 /// for df ≤ 30, the Cornish–Fisher expansion around the normal quantile above (error < 2e-4 at
 /// df = 31, smaller beyond). NaN for df = 0.
@@ -99,6 +101,34 @@ pub fn verdict(diff: f64, hw: f64) -> &'static str {
     } else {
         "no difference"
     }
+}
+
+/// A steady-state estimate and its batch-means half-width from one replication: the cumulative
+/// values when nothing is deleted, else the mean and spread of the batch means from `d` on.
+pub(crate) fn estimate(series: &[f64], d: usize, cum: (f64, f64)) -> (f64, f64) {
+    if d == 0 {
+        return cum;
+    }
+    let kept = finite(series.get(d..).unwrap_or(&[]));
+    (mean(&kept), half_width(&kept))
+}
+
+/// A strategy's statistics for length `len` (0 = all messages).
+pub(crate) fn lat_for(r: &RunResult, strategy: usize, len: u32) -> Option<&LatStats> {
+    let s = r.strategies.get(strategy)?;
+    if len == 0 {
+        Some(&s.overall)
+    } else {
+        s.by_len.iter().find(|l| l.len == len)
+    }
+}
+
+/// Lengths seen by any replication, increasing.
+pub(crate) fn lengths(reps: &[RunResult]) -> Vec<u32> {
+    let mut v: Vec<u32> = reps.iter().flat_map(|r| r.strategies.iter().flat_map(|s| s.by_len.iter().map(|l| l.len))).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 #[cfg(test)]
