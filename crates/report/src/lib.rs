@@ -12,12 +12,15 @@
 //! - [`page`]: `schedlab report`, one self-contained HTML page (inline SVG, one CSS block, no
 //!   script) from any set of schedlab result files.
 //!
+//! - [`disturb`]: per measuring thread, what disturbed it: involuntary switches, migrations, the
+//!   longest gap in its own loop;
 //! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
 //!   closed pipe, the exit codes.
 //!
 //! Nothing here knows about scheduling; the layers above (`sim`, `sched`, `prims`, `echo`, `rdma`)
 //! depend on it, never the reverse.
 
+pub mod disturb;
 pub mod export;
 pub mod frontend;
 pub mod hist;
