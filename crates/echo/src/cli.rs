@@ -281,6 +281,8 @@ struct TargetJson {
     client_cost: client::ClientCost,
     rtt_us: Summary,
     rtt_samples_us: Vec<f64>,
+    /// The client thread's switches, migrations and longest gap between rounds.
+    disturbance: Option<schedlab_report::disturb::Disturbance>,
     /// This target's p50 and p99 over target 1's, same run (several targets only).
     #[serde(skip_serializing_if = "Option::is_none")]
     ratio_to_first: Option<RatioJson>,
@@ -388,6 +390,9 @@ fn burst(a: BurstArgs) -> Result<i32> {
         if let Some(bp) = r.busy_poll_us {
             eprintln!("{prefix}client {}", server::busy_poll_note(bp, r.napi_id));
         }
+        if let Some(d) = r.disturbance.as_ref().filter(|_| i == 0) {
+            eprintln!("disturbance {}", d.line());
+        }
         let ratio_to_first = match &first {
             Some(f) if multi => {
                 let ratio = RatioJson { p50: s.p50 / f.p50, p99: s.p99 / f.p99 };
@@ -411,6 +416,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
             bytes_verified: r.bytes_verified,
             congestion: r.congestion.clone(),
             client_cost: r.cost,
+            disturbance: r.disturbance.clone(),
             rtt_us: s,
             rtt_samples_us: us,
             ratio_to_first,

@@ -27,6 +27,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use schedlab_report::disturb::Probe;
+use schedlab_report::frontend::now_ns;
 use serde::Serialize;
 
 use crate::error::IoContext;
@@ -136,6 +138,9 @@ pub struct BurstResult {
     pub congestion: String,
     /// What the client itself cost.
     pub cost: ClientCost,
+    /// What disturbed the client thread over the measured rounds (switches: its blocking
+    /// receives are voluntary ones; migrations; the longest gap between two rounds' ends).
+    pub disturbance: Option<schedlab_report::disturb::Disturbance>,
 }
 
 /// Period of the pattern: 64 × 257 (257 prime): a whole number of cache lines (see
@@ -383,6 +388,7 @@ impl Conn {
             bytes_verified: self.bytes_verified,
             congestion: self.congestion,
             cost,
+            disturbance: None,
         }
     }
 }
@@ -400,6 +406,7 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
     // a 4 KiB memset per call, 0.7% of the client's CPU at 1 KiB (perf record).
     let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOVS];
     let mut start = None;
+    let mut probe = None;
     let fd = c.stream.as_raw_fd();
     for round in 0..cfg.warmup + cfg.rounds {
         if stop.load(Ordering::SeqCst) {
@@ -409,6 +416,7 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
         if round == cfg.warmup {
             c.start_measuring();
             start = Some(sys::thread_times());
+            probe = Some(Probe::start(now_ns()));
         }
         let ns = one_round(fd, &c.cfg, round, &pat, &mut c.rx, &mut iov, &mut c.counts)?;
         c.bytes_verified += cfg.size.len() as u64;
@@ -416,13 +424,19 @@ pub fn run(cfg: &BurstConfig, stop: &AtomicBool, mut on_rtt: impl FnMut(u64)) ->
             c.rtt_ns.push(ns);
             on_rtt(ns);
         }
+        // One clock read per round, after it (outside the timed span).
+        if let Some(p) = probe.as_mut() {
+            p.tick(now_ns());
+        }
     }
     // One target: the CPU time of the whole measured span (no extra system calls between rounds).
     if let Some((u0, s0)) = start {
         let (u1, s1) = sys::thread_times();
         c.cpu_ns = (u1.saturating_sub(u0), s1.saturating_sub(s0));
     }
-    Ok(c.result(interrupted))
+    let mut r = c.result(interrupted);
+    r.disturbance = probe.map(|p| p.finish("client"));
+    Ok(r)
 }
 
 /// The order in which round `round` visits `k` targets: the rotation of `0..k` by `round`, and
@@ -465,9 +479,15 @@ pub fn run_targets(
     let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; IOVS];
     let mut interrupted = false;
     let mut start = None;
+    let mut probe = None;
     'rounds: for round in 0..cfg.warmup + cfg.rounds {
         if round == cfg.warmup {
             start = Some(sys::thread_times());
+            probe = Some(Probe::start(now_ns()));
+        }
+        // One clock read per round of all targets, between rounds.
+        if let Some(p) = probe.as_mut().filter(|_| round > cfg.warmup) {
+            p.tick(now_ns());
         }
         for i in target_order(round, conns.len()) {
             if stop.load(Ordering::SeqCst) {
@@ -500,7 +520,19 @@ pub fn run_targets(
             c.cpu_ns = (user, c.cpu_clock_ns - user.min(c.cpu_clock_ns));
         }
     }
-    Ok(conns.into_iter().map(|c| c.result(interrupted)).collect())
+    // One thread visits every target: its disturbance is every target's.
+    let disturbance = probe.map(|mut p| {
+        p.tick(now_ns());
+        p.finish("client")
+    });
+    Ok(conns
+        .into_iter()
+        .map(|c| {
+            let mut r = c.result(interrupted);
+            r.disturbance = disturbance.clone();
+            r
+        })
+        .collect())
 }
 
 /// CPU time of the calling thread, ns (`CLOCK_THREAD_CPUTIME_ID`: exact, unlike getrusage's

@@ -51,6 +51,9 @@ Usage: schedlab predict [schedlab sched options] [--algs LIST] [--plot FILE.svg]
   --json FILE     the comparison as JSON ('-' for stdout)
   --drain TIME    silence appended to every client's program so queues empty (default 50ms)
   --seed N        seed of the workload (message lengths, Poisson gaps; default 1)
+  --repeat N      run every algorithm N times (same seed); runs set aside by the verdict (cannot
+                  keep up, or disturbed: late pickup, stalled scheduler) are dropped and named,
+                  the others give the median and spread of measured / predicted (default 1)
   --messages FILE, --trace-out FILE   as in schedlab sched (of the last algorithm run)
 Everything else is schedlab sched's (see schedlab sched --help), e.g.
 
@@ -65,6 +68,7 @@ struct Opts {
     algs: Vec<(String, Alg)>,
     plot: Option<PathBuf>,
     drain: Nanos,
+    repeat: usize,
 }
 
 fn parse_alg_item(s: &str) -> Result<Alg> {
@@ -100,6 +104,8 @@ pub struct PredictArgv {
     pub algs: Vec<(String, Alg)>,
     pub plot: Option<PathBuf>,
     pub drain: Nanos,
+    /// `--repeat N`: runs per algorithm (at least 1).
+    pub repeat: usize,
 }
 
 /// Parses `schedlab predict`'s arguments (without the program name) without touching any file:
@@ -110,6 +116,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
     let mut algs_arg = None;
     let mut plot = None;
     let mut drain = Nanos(50_000_000);
+    let mut repeat = 1usize;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         let (opt, inline) = match a.split_once('=') {
@@ -128,6 +135,14 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
             "--drain" => {
                 let v = value("--drain")?;
                 drain = parse_duration(&v, 1_000_000_000).with_context(|| format!("--drain {v}"))?;
+            }
+            "--repeat" => {
+                let v = value("--repeat")?;
+                repeat = v
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| (1..=10_000).contains(&n))
+                    .with_context(|| format!("--repeat '{v}': give a whole number of runs from 1 to 10000"))?;
             }
             "-h" | "--help" => return Ok(None),
             _ => rest.push(a.clone()),
@@ -154,7 +169,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
             v
         }
     };
-    Ok(Some(PredictArgv { sched, algs, plot, drain }))
+    Ok(Some(PredictArgv { sched, algs, plot, drain, repeat }))
 }
 
 /// Parses `schedlab predict`'s arguments and loads the traffic program. `Ok(None)`: help.
@@ -171,13 +186,16 @@ fn parse(argv: &[String]) -> Result<Option<Opts>> {
             prog.push(Spec::fixed(p.drain, Bps(0), 1500, 1));
         }
     }
-    Ok(Some(Opts { sched, algs: p.algs, plot: p.plot, drain: p.drain }))
+    Ok(Some(Opts { sched, algs: p.algs, plot: p.plot, drain: p.drain, repeat: p.repeat }))
 }
 
 /// Whether the harness kept up with the link, and why not.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Verdict {
+    /// The comparison stands: the harness kept up with the link and was not disturbed.
     pub kept_up: bool,
+    /// It kept up with the link but was disturbed ([`crate::compare::disturbance_reasons`]).
+    pub disturbed: bool,
     pub reasons: Vec<String>,
 }
 
@@ -210,6 +228,10 @@ pub struct AlgRun {
     pub order_check: Option<OrderCheck>,
     pub release_lateness: Lateness,
     pub elapsed_s: f64,
+    /// 1-based run number under `--repeat` (1 without it).
+    pub repeat_run: usize,
+    /// Per measuring thread (scheduler, clients): switches, migrations, longest loop gap.
+    pub disturbance: Vec<schedlab_report::disturb::Disturbance>,
 }
 
 /// The JSON report.
@@ -224,7 +246,10 @@ pub struct PredictReport {
     pub sched_poll_ns: u64,
     pub client_poll_ns: u64,
     pub drain_ns: u64,
+    pub repeat: usize,
     pub runs: Vec<AlgRun>,
+    /// Per algorithm over the `--repeat` runs (empty without `--repeat`).
+    pub summaries: Vec<crate::repeat::Summary>,
 }
 
 /// `println!` that returns an error instead of panicking when stdout is closed.
@@ -274,17 +299,34 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     );
     let mut runs = Vec::new();
     let mut last: Option<RunResult> = None;
-    for (name, alg) in &opts.algs {
-        let cfg = config_for(base, *alg);
-        let r = run_harness(&cfg, interrupt.flag())?;
-        if r.interrupted {
-            outln!("interrupted (Ctrl-C)");
-            return Ok(schedlab_report::frontend::exit::INTERRUPTED);
+    // Under --repeat the algorithms take turns, so a disturbance hits them alike.
+    for k in 1..=opts.repeat {
+        for (name, alg) in &opts.algs {
+            let cfg = config_for(base, *alg);
+            let r = run_harness(&cfg, interrupt.flag())?;
+            if r.interrupted {
+                outln!("interrupted (Ctrl-C)");
+                return Ok(schedlab_report::frontend::exit::INTERRUPTED);
+            }
+            let mut run = analyse(name, &cfg, &r)?;
+            run.repeat_run = k;
+            let shown = if opts.repeat > 1 { crate::repeat::run_line(k, opts.repeat, name, &outcome(&run)) } else { text(&run) };
+            write!(std::io::stdout(), "{shown}").context("writing to stdout")?;
+            runs.push(run);
+            last = Some(r);
         }
-        let run = analyse(name, &cfg, &r)?;
-        write!(std::io::stdout(), "{}", text(&run)).context("writing to stdout")?;
-        runs.push(run);
-        last = Some(r);
+    }
+    let summaries: Vec<crate::repeat::Summary> = if opts.repeat > 1 {
+        let of = |name: &str| runs.iter().filter(|r| r.alg == name).map(outcome).collect::<Vec<_>>();
+        opts.algs.iter().map(|(name, _)| crate::repeat::summarise(name, &of(name))).collect()
+    } else {
+        Vec::new()
+    };
+    if !summaries.is_empty() {
+        outln!("\nover {} runs per algorithm (runs set aside by the verdict are dropped):", opts.repeat);
+        for s in &summaries {
+            write!(std::io::stdout(), "{}", crate::repeat::text(s)).context("writing to stdout")?;
+        }
     }
     if let Some(r) = &last {
         schedlab_sched::cli::write_message_files(&opts.sched, r)?;
@@ -299,7 +341,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         sched_poll_ns: base.sched_poll.0,
         client_poll_ns: base.client_poll.0,
         drain_ns: opts.drain.0,
+        repeat: opts.repeat,
         runs,
+        summaries,
     };
     if let Some(p) = &opts.sched.json {
         schedlab_report::export::write_json(p, &report)?;
@@ -373,17 +417,35 @@ pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
             service / 1e3
         ));
     }
-    let kept_up = reasons.is_empty();
-    let rows = if kept_up {
+    let predicted = reasons.is_empty();
+    if !predicted {
+        reasons.extend(crate::compare::preemption_note(r.sched_disturbance.as_ref(), service));
+    }
+    let rows = if predicted {
         let trace = trace_of(&msgs, bps, cfg.alg.message_level());
         let p = predict(cfg.alg.build::<usize>(&cfg.flows), &msgs, &trace)?;
         compare(&msgs, &p)
     } else {
         compare(&msgs, &vec![Some(f64::NAN); msgs.len()])
     };
+    // Kept up with the link: was it disturbed (late pickup, a stalled scheduler thread)?
+    let disturbed = match rows.last() {
+        Some(all) if predicted => {
+            let why = crate::compare::disturbance_reasons(
+                all.breakdown.ring_wait_us,
+                all.predicted.mean_us,
+                r.sched_disturbance.as_ref(),
+            );
+            let d = !why.is_empty();
+            reasons.extend(why);
+            d
+        }
+        _ => false,
+    };
+    let kept_up = reasons.is_empty();
     Ok(AlgRun {
         alg: name.to_string(),
-        verdict: Verdict { kept_up, reasons },
+        verdict: Verdict { kept_up, disturbed, reasons },
         messages: msgs.len(),
         delivered,
         generated_bits,
@@ -394,10 +456,12 @@ pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
         ring_drops,
         queued_at_stop_pkts: queued,
         rows,
-        predicted: kept_up,
+        predicted,
         order_check: order,
         release_lateness: lateness,
         elapsed_s: r.elapsed.secs(),
+        repeat_run: 1,
+        disturbance: r.disturbance(),
     })
 }
 
@@ -415,6 +479,18 @@ fn lateness(msgs: &[MsgRecord], o: &OrderCheck, message_level: bool) -> Lateness
     Lateness { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
 }
 
+/// What `--repeat` needs of a run.
+fn outcome(r: &AlgRun) -> crate::repeat::Outcome {
+    let all = r.rows.last();
+    crate::repeat::Outcome {
+        kept_up: r.verdict.kept_up,
+        reasons: r.verdict.reasons.clone(),
+        ratio: all.map_or(f64::NAN, |a| a.ratio_mean),
+        measured_mean_us: all.map_or(f64::NAN, |a| a.measured.mean_us),
+        predicted_mean_us: all.map_or(f64::NAN, |a| a.predicted.mean_us),
+    }
+}
+
 /// The human table of one run.
 pub fn text(r: &AlgRun) -> String {
     let mut s = format!(
@@ -427,7 +503,14 @@ pub fn text(r: &AlgRun) -> String {
         r.service_ns / 1e3
     );
     let len = |l: u32| if l == 0 { "all".to_string() } else { l.to_string() };
-    if !r.verdict.kept_up {
+    if r.verdict.disturbed {
+        s += "DISTURBED: the harness kept up with the link but was disturbed, so the run is set aside and its \
+              disagreement with the model is not the model's:\n";
+        for why in &r.verdict.reasons {
+            s += &format!("  - {why}\n");
+        }
+    }
+    if !r.predicted {
         s += "CANNOT KEEP UP: the harness did not run the link at its nominal rate, so the model's prediction \
               does not apply; measured figures only.\n";
         for why in &r.verdict.reasons {
@@ -476,6 +559,7 @@ pub fn text(r: &AlgRun) -> String {
         "scheduler passes vs the link's clock: last packets released late by mean {:.2} us, p50 {:.2}, p99 {:.2}\n",
         r.release_lateness.mean_us, r.release_lateness.p50_us, r.release_lateness.p99_us
     );
+    s += &schedlab_report::disturb::lines(&r.disturbance);
     if let Some(o) = &r.order_check {
         s += &match (o.identical(), o.first_mismatch) {
             (true, _) => format!(

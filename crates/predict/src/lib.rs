@@ -8,8 +8,11 @@
 //!   where the measured time went;
 //! - [`order`]: the exact-order check — the harness's release sequence against the simulator's
 //!   from the arrivals as the scheduler saw them;
+//! - [`repeat`]: `--repeat N`: runs set aside by the verdict dropped and named, median and spread
+//!   of the rest;
 //! - [`cli`]: `schedlab predict` (schedlab sched's options, `--algs`, `--plot`, `--json`), with the
 //!   "cannot keep up" verdict.
 pub mod cli;
 pub mod compare;
 pub mod order;
+pub mod repeat;

@@ -400,6 +400,7 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
             }
         }
     }
+    print_disturbance(o, workers.iter().filter_map(|w| w.disturbance.as_ref()));
     finish(a.common.json.as_deref(), "trylock", &clock, &run.threads, &[], run.interrupted, &run)
 }
 
@@ -415,6 +416,13 @@ fn dump_samples(path: &Path, workers: &[trylock::WorkerResult]) -> Result<usize>
     }
     w.flush().with_context(|| format!("writing {}", path.display()))?;
     Ok(n)
+}
+
+/// `# disturbance` lines: per measuring thread, switches, migrations, the longest loop gap.
+fn print_disturbance<'a>(o: Out, threads: impl IntoIterator<Item = &'a schedlab_report::disturb::Disturbance>) {
+    for d in threads {
+        say!(o, "# disturbance {}", d.line());
+    }
 }
 
 /// Common tail: degraded warnings, interrupted note, JSON.
@@ -601,6 +609,7 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         write_histfile(path, &cols, a.hist_max_us)?;
         say!(o, "# histograms (1 us buckets: sender cost, wake-up latency) written to {}", path.display());
     }
+    print_disturbance(o, [&s.disturbance, &r.disturbance].into_iter().flatten());
     finish(a.common.json.as_deref(), "notify", &clock, &run.threads, &[], run.interrupted, &run)
 }
 
@@ -912,6 +921,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
         write_histfile(path, &cols, a.hist_max_us)?;
         say!(o, "# histogram (1 us buckets, one column per pair) written to {}", path.display());
     }
+    print_disturbance(o, run.pairs.iter().flat_map(|p| [&p.marco_disturbance, &p.polo_disturbance]));
     let extra: Vec<String> = run.mlock.error.iter().cloned().collect();
     finish(a.common.json.as_deref(), "semtest", &clock, &run.threads, &extra, run.interrupted, &run)
 }

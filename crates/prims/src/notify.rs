@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::{Hist, Summary};
 use serde::Serialize;
 
@@ -59,6 +60,9 @@ pub struct SenderResult {
     /// Test B: the samples behind `cost_ns` (for `--histfile`).
     #[serde(skip)]
     pub cost_hist: Hist,
+    /// Switches, migrations and the longest gap between two clock reads of its loop (test A:
+    /// one read every 256 notifications).
+    pub disturbance: Option<Disturbance>,
 }
 
 /// Receiver side.
@@ -74,6 +78,8 @@ pub struct ReceiverResult {
     /// The samples behind `wake_latency_ns` (for `--histfile`).
     #[serde(skip)]
     pub wake_latency_hist: Hist,
+    /// Switches (its waits are voluntary ones), migrations, the longest gap between two wakeups.
+    pub disturbance: Option<Disturbance>,
 }
 
 /// A whole run.
@@ -107,11 +113,16 @@ fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
     let deadline = cfg.duration_ns.map(|d| start.saturating_add(d));
     let mut by_duration = false;
     let mut sent = 0;
+    let mut probe = Probe::start(start);
     while sent < cfg.notifications {
-        // The clock is read for the deadline every 256 notifications in test A (a few ns
-        // amortised), at every one in test B (which reads it anyway).
+        // The clock is read for the deadline and the loop's gaps every 256 notifications in
+        // test A (a few ns amortised), at every one in test B (which reads it anyway).
         let check = cfg.test == NotifyTest::Sender || sent % 256 == 0;
-        by_duration = check && deadline.is_some_and(|d| now_ns() >= d);
+        if check {
+            let now = now_ns();
+            probe.tick(now);
+            by_duration = deadline.is_some_and(|d| now >= d);
+        }
         if stop_requested() || by_duration {
             sh.target.store(sent, Ordering::SeqCst);
             sh.ch.notify()?; // wakes the receiver so it can see the lowered target
@@ -145,6 +156,7 @@ fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
         cost_ns: cost.summary(1.0),
         stopped_by_duration: by_duration,
         cost_hist: cost,
+        disturbance: Some(probe.finish("sender")),
     })
 }
 
@@ -153,9 +165,11 @@ fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
     let start = now_ns();
     let (mut received, mut wakeups) = (0u64, 0u64);
     let mut end = start;
+    let mut probe = Probe::start(start);
     while received < sh.target.load(Ordering::SeqCst) {
         let k = sh.ch.wait()?;
         end = now_ns();
+        probe.tick(end);
         if test == NotifyTest::Sender {
             lat.record(end.saturating_sub(sh.sent_at.load(Ordering::Acquire)));
         }
@@ -177,6 +191,7 @@ fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
         rate_ops_per_s: received as f64 * 1e9 / dt as f64,
         wake_latency_ns: lat.summary(1.0),
         wake_latency_hist: lat,
+        disturbance: Some(probe.finish("receiver")),
     })
 }
 

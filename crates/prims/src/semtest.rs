@@ -16,6 +16,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::{Hist, Summary};
 use serde::Serialize;
 
@@ -110,6 +111,10 @@ pub struct PairResult {
     pub lat_us: Summary,
     #[serde(skip)]
     pub hist: Hist,
+    /// What disturbed each thread of the pair (switches: their waits are voluntary ones;
+    /// migrations; the longest gap between two iterations).
+    pub marco_disturbance: Disturbance,
+    pub polo_disturbance: Disturbance,
 }
 
 /// Mean and median of per-pair values (the original's "usvg" and "middle").
@@ -226,8 +231,9 @@ struct Pair {
     done: AtomicBool,
 }
 
-fn marco(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
+fn marco(p: &Pair, cfg: &SemtestConfig, c: usize) -> std::io::Result<Side> {
     let mut h = Hist::new();
+    let mut probe = Probe::start(now_ns());
     let total = cfg.warmup.saturating_add(cfg.iterations);
     let interval = std::time::Duration::from_micros(cfg.interval_us);
     let deadline = cfg.duration_ns.map(|d| now_ns().saturating_add(d));
@@ -243,6 +249,7 @@ fn marco(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
             break;
         }
         let t1 = now_ns();
+        probe.tick(t1);
         if cfg.mode == Mode::RoundTrip && i >= cfg.warmup {
             h.record(t1 - t0);
         }
@@ -252,16 +259,18 @@ fn marco(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
     }
     p.done.store(true, Ordering::SeqCst);
     let _ = p.to_polo.notify();
-    result.map(|_| (h, current_cpu()))
+    result.map(|_| (h, current_cpu(), probe.finish(&format!("marco {c}"))))
 }
 
-fn polo(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
+fn polo(p: &Pair, cfg: &SemtestConfig, c: usize) -> std::io::Result<Side> {
     let mut h = Hist::new();
+    let mut probe = Probe::start(now_ns());
     let interval = std::time::Duration::from_micros(cfg.interval_us);
     let mut seen = 0u64;
     loop {
         p.to_polo.wait()?;
         let t = now_ns();
+        probe.tick(t);
         if p.done.load(Ordering::SeqCst) {
             break;
         }
@@ -274,10 +283,12 @@ fn polo(p: &Pair, cfg: &SemtestConfig) -> std::io::Result<(Hist, i32)> {
         }
         p.to_marco.notify()?;
     }
-    Ok((h, current_cpu()))
+    Ok((h, current_cpu(), probe.finish(&format!("polo {c}"))))
 }
 
-type Outcome = Option<std::io::Result<(Hist, i32)>>;
+/// One thread's samples, its CPU at the end, what disturbed it.
+type Side = (Hist, i32, Disturbance);
+type Outcome = Option<std::io::Result<Side>>;
 
 /// Runs the pairs. `Err(Degraded)` before measuring when pinning, the RT policy or mlockall
 /// was asked for and refused (unless `allow_degraded`).
@@ -322,7 +333,7 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
                 .name(format!("{role}-{c}"))
                 .spawn(move || -> Outcome {
                     gate2.enter(2 * c + k, &req)?;
-                    Some(if k == 0 { marco(&pair, &cfg2) } else { polo(&pair, &cfg2) })
+                    Some(if k == 0 { marco(&pair, &cfg2, c) } else { polo(&pair, &cfg2, c) })
                 })
                 .map_err(|e| PrimsError::Os { what: "spawning a thread", err: e });
             match h {
@@ -350,16 +361,16 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
     let mut results = Vec::new();
     let mut all = Hist::new();
     for (c, chunk) in outcomes.chunks(2).enumerate() {
-        let get = |o: &Outcome| -> Result<(Hist, i32), PrimsError> {
+        let get = |o: &Outcome| -> Result<Side, PrimsError> {
             match o {
-                Some(Ok((h, cpu))) => Ok((h.clone(), *cpu)),
+                Some(Ok((h, cpu, d))) => Ok((h.clone(), *cpu, d.clone())),
                 Some(Err(e)) => {
                     Err(PrimsError::Os { what: "pair notification", err: std::io::Error::new(e.kind(), e.to_string()) })
                 }
                 None => Err(PrimsError::Worker("a semtest thread did not run".into())),
             }
         };
-        let ((hm, cm), (hp, cp)) = (get(&chunk[0])?, get(&chunk[1])?);
+        let ((hm, cm, dm), (hp, cp, dp)) = (get(&chunk[0])?, get(&chunk[1])?);
         let hist = if cfg.mode == Mode::RoundTrip { hm } else { hp };
         all.merge(&hist);
         results.push(PairResult {
@@ -370,6 +381,8 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
             polo_cpu_at_end: cp,
             lat_us: hist.summary(1000.0),
             hist,
+            marco_disturbance: dm,
+            polo_disturbance: dp,
         });
     }
     let (max_global, min_global) = globals(&results);
@@ -474,6 +487,8 @@ mod tests {
             polo_cpu_at_end: 0,
             lat_us: Summary { count: 1, min, max, ..Default::default() },
             hist: Hist::new(),
+            marco_disturbance: Probe::start(0).finish("marco 0"),
+            polo_disturbance: Probe::start(0).finish("polo 0"),
         };
         let (mx, mn) = globals(&[mk(5.0, 303.0), mk(4.0, 173.0), mk(6.0, 154.0)]);
         assert_eq!(mn.value_us, 4.0);

@@ -27,6 +27,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
+use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::{Hist, Summary};
 use serde::Serialize;
 
@@ -111,6 +112,9 @@ pub struct WorkerResult {
     /// Last busy samples, oldest first (not in the JSON; `-o` writes them).
     #[serde(skip)]
     pub busy_ring: Vec<u32>,
+    /// What disturbed the worker during its loop: switches, migrations, the longest gap between
+    /// two timed tries (test A: between two chunks of 4096 untimed tries).
+    pub disturbance: Option<Disturbance>,
 }
 
 /// A whole run.
@@ -287,7 +291,7 @@ impl Samples {
     fn post(&mut self, ns: u64) {
         self.post.record(ns);
     }
-    fn finish(self, index: usize, duration_ns: u64, cpu_ns: u64) -> WorkerResult {
+    fn finish(self, index: usize, duration_ns: u64, cpu_ns: u64, probe: &Probe) -> WorkerResult {
         let (busy_avg_ns, free_avg_ns, post_avg_ns, free_handover_avg_ns) =
             (self.busy.mean(), self.free.mean(), self.post.mean(), self.handover.mean());
         let [busy, free, post, handover] = [self.busy, self.free, self.post, self.handover].map(FastHist::into_hist);
@@ -312,6 +316,7 @@ impl Samples {
             free_handover_ns: handover.summary(1.0),
             hists: Some(Box::new([busy, free, post, handover])),
             busy_ring: self.ring.into_ordered(),
+            disturbance: Some(probe.finish(&format!("thread #{index:02}"))),
         }
     }
 }
@@ -331,6 +336,8 @@ fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerRes
     let (mut busy, mut free) = (0u64, 0u64);
     let c0 = thread_cpu_ns();
     let t0 = now_ns();
+    // One clock read per chunk (4096 tries) for the gaps: the tries themselves stay untimed.
+    let mut probe = Probe::start(t0);
     let mut done = 0;
     while done < ops && !stop_requested() {
         let n = CHUNK.min(ops - done);
@@ -343,6 +350,7 @@ fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerRes
             }
         }
         done += n;
+        probe.tick(now_ns());
     }
     let dt = (now_ns() - t0).max(1);
     let cpu = (thread_cpu_ns() - c0).max(1);
@@ -355,6 +363,7 @@ fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerRes
         busy_samples: busy,
         free_samples: free,
         rate_ops_per_s: done as f64 * 1e9 / dt as f64,
+        disturbance: Some(probe.finish(&format!("thread #{index:02}"))),
         ..Default::default()
     }
 }
@@ -367,6 +376,7 @@ fn free_loop<L: TryLock + ?Sized>(lock: &L, owner: Option<&AtomicU32>, ops: u64,
     let me = index as u32;
     let c0 = thread_cpu_ns();
     let start = now_ns();
+    let mut probe = Probe::start(start);
     for i in 0..ops {
         if i % 4096 == 0 && stop_requested() {
             break;
@@ -374,6 +384,8 @@ fn free_loop<L: TryLock + ?Sized>(lock: &L, owner: Option<&AtomicU32>, ops: u64,
         let t0 = now_ns();
         let ok = lock.try_lock();
         let t1 = now_ns();
+        // Outside the timed interval.
+        probe.tick(t1);
         if ok {
             let handed_over = match owner {
                 Some(o) => {
@@ -395,7 +407,7 @@ fn free_loop<L: TryLock + ?Sized>(lock: &L, owner: Option<&AtomicU32>, ops: u64,
         }
     }
     let end = now_ns();
-    s.finish(index, end - start, thread_cpu_ns() - c0)
+    s.finish(index, end - start, thread_cpu_ns() - c0, &probe)
 }
 
 /// Shared state of the ping-pong.
@@ -430,11 +442,13 @@ fn pingpong_loop<L: TryLock + ?Sized>(lock: &L, turns: &Turns, rounds: u64, me: 
     let mut s = Samples::new(ring);
     let c0 = thread_cpu_ns();
     let start = now_ns();
+    let mut probe = Probe::start(start);
     'rounds: for _ in 0..rounds {
         loop {
             let t0 = now_ns();
             let ok = lock.try_lock();
             let t1 = now_ns();
+            probe.tick(t1);
             if ok {
                 let prev = turns.owner.load(Ordering::Acquire);
                 s.free(t1 - t0, prev != NOBODY && prev != me as u32);
@@ -463,7 +477,7 @@ fn pingpong_loop<L: TryLock + ?Sized>(lock: &L, turns: &Turns, rounds: u64, me: 
         }
     }
     turns.done[me].store(true, Ordering::Release);
-    s.finish(me, now_ns() - start, thread_cpu_ns() - c0)
+    s.finish(me, now_ns() - start, thread_cpu_ns() - c0, &probe)
 }
 
 /// Busy, free, post and handed-over-free samples of all workers together.

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use thiserror::Error;
 
+use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::{Hist, MachineInfo, Summary, ThreadInfo};
 
 use crate::backend::{self, BackendError, BackendKind, Completion, Endpoint, EndpointConfig, SendWr, WcStatus};
@@ -184,6 +185,9 @@ pub struct RunResult {
     pub failure: Option<String>,
     pub machine: MachineInfo,
     pub thread: ThreadInfo,
+    /// What disturbed the measuring thread over its message loop: switches, migrations, the
+    /// longest gap between two completions it took.
+    pub disturbance: Option<Disturbance>,
     #[serde(skip)]
     pub records: Vec<MsgRecord>,
 }
@@ -229,7 +233,11 @@ impl RunResult {
             writeln!(out, "{p} post_send duration [us]: {}", post.line(""))?;
         }
         let what = if self.role == "client" { "latency (post to completion)" } else { "receive gap" };
-        writeln!(out, "{p} {what} [us]: {}", self.lat_us.line(""))
+        writeln!(out, "{p} {what} [us]: {}", self.lat_us.line(""))?;
+        if let Some(d) = &self.disturbance {
+            writeln!(out, "{p} disturbance {}", d.line())?;
+        }
+        Ok(())
     }
 }
 
@@ -407,6 +415,7 @@ fn result_of(cfg: &BenchConfig, ep: &dyn Endpoint, role: &str, m: Measured) -> R
         failure: None,
         machine: MachineInfo::collect(),
         thread,
+        disturbance: None,
         records,
     }
 }
@@ -448,6 +457,7 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     let mut buf = Vec::with_capacity(1);
     let len = cfg.size.bytes();
     let start = Instant::now();
+    let mut probe = Probe::start(0);
     let mut interrupted = false;
     let mut failure: Option<BenchError> = None;
     let mut post_hist = Hist::new();
@@ -480,6 +490,7 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
             }
         };
         let t_done = start.elapsed();
+        probe.tick(t_done.as_nanos() as u64);
         if c.status != WcStatus::Success || c.wr_id != i {
             failure = Some(BenchError::Completion { index: i + 1, wr_id: c.wr_id, status: c.status });
             break;
@@ -500,6 +511,7 @@ pub fn run_client(cfg: &BenchConfig, out: &mut dyn Write, stop: &AtomicBool) -> 
     let mut res = result_of(cfg, ep.as_ref(), "client", Measured { remote, records, elapsed, interrupted, thread });
     res.failure = failure.map(|e| e.to_string());
     res.post_us = Some(post_hist.summary(1000.0));
+    res.disturbance = Some(probe.finish("client"));
     match bye {
         Ok(l) if l.starts_with("BYE") => Ok(res),
         Ok(l) => Err(BenchError::Control(format!("expected BYE, got '{l}'"))),
@@ -554,6 +566,8 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
 
     let thread = ThreadInfo::current();
     let start = Instant::now();
+    // From the first completion on: the wait for the client's first message is no gap.
+    let mut probe: Option<Probe> = None;
     let mut records = Vec::new();
     let mut buf = Vec::with_capacity(1);
     let mut done: Option<u64> = None;
@@ -570,7 +584,13 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
                     failure = Some(BenchError::Completion { index: k + 1, wr_id: c.wr_id, status: c.status });
                     break;
                 }
-                let t = start.elapsed().as_secs_f64() * 1e6;
+                let elapsed = start.elapsed();
+                let now = elapsed.as_nanos() as u64;
+                match probe.as_mut() {
+                    Some(p) => p.tick(now),
+                    None => probe = Some(Probe::start(now)),
+                }
+                let t = elapsed.as_secs_f64() * 1e6;
                 records.push(MsgRecord { completed: k + 1, time_us: t, lat_us: if k == 0 { 0.0 } else { t - prev_us } });
                 prev_us = t;
                 last_progress = Instant::now();
@@ -636,6 +656,7 @@ pub fn serve(cfg: &BenchConfig, listener: &TcpListener, out: &mut dyn Write, sto
     let mut r =
         result_of(cfg, ep.as_ref(), "server", Measured { remote, records, elapsed: span, interrupted: incomplete, thread });
     r.failure = failure.map(|e| e.to_string());
+    r.disturbance = probe.map(|p| p.finish("server"));
     Ok(r)
 }
 

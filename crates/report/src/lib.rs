@@ -14,12 +14,15 @@
 //!
 //! - [`results`]: the typed result kinds (a `schema` tag with name and version in each), which
 //!   the writers fill, the page reads, and whose JSON Schemas are committed under `schemas/`;
+//! - [`disturb`]: per measuring thread, what disturbed it: involuntary switches, migrations, the
+//!   longest gap in its own loop;
 //! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
 //!   closed pipe, the exit codes.
 //!
 //! Nothing here knows about scheduling; the layers above (`sim`, `sched`, `prims`, `echo`, `rdma`)
 //! depend on it, never the reverse.
 
+pub mod disturb;
 pub mod export;
 pub mod frontend;
 pub mod hist;

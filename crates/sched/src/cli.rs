@@ -723,6 +723,9 @@ pub struct Report {
     pub total_rate_bps: f64,
     pub total_drops: u64,
     pub total_delay_us: Summary,
+    /// Per measuring thread (the scheduler thread, then the clients): involuntary and voluntary
+    /// switches, migrations, the longest gap in its loop (see `schedlab_report::disturb`).
+    pub disturbance: Vec<schedlab_report::disturb::Disturbance>,
 }
 
 impl Report {
@@ -797,6 +800,7 @@ impl Report {
             total_rate_bps: achieved,
             total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
             total_delay_us: all.summary(1000.0),
+            disturbance: r.disturbance(),
             clients,
         }
     }
@@ -873,6 +877,7 @@ impl Report {
             k.qlimit_drops,
             k.qlimit_deferred
         );
+        s += &schedlab_report::disturb::lines(&self.disturbance);
         if let Some(d) = &self.distributed_cost {
             s += &format!(
                 "distributed (-D, lock {}, notify {}): {} client passes; try-locks {} busy / {} free, {} hand-overs, {} sleeps, {} wake-ups, {} notifies\n",

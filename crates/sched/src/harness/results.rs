@@ -1,5 +1,6 @@
 //! What a run measured: per client, the scheduler's independent view, distributed mode's costs.
 
+use schedlab_report::disturb::Disturbance;
 use schedlab_report::machine::ThreadInfo;
 use schedlab_report::Hist;
 use serde::Serialize;
@@ -76,6 +77,9 @@ pub struct ClientResult {
     /// Sum over the timestamp records of each packet's life (mark seen - `cli_enq`, ns), read
     /// independently of the three deltas (which must add up to it).
     pub ts_life_sum_ns: u128,
+    /// What disturbed this client over its program (switches, migrations, the longest gap
+    /// between two iterations of its loop).
+    pub disturbance: Disturbance,
 }
 
 /// The scheduler's independent view at the end, per client.
@@ -104,4 +108,14 @@ pub struct RunResult {
     pub trace: Option<Vec<TraceEvent>>,
     /// The clock's source: `"tsc"` or `"clock_gettime"` (see [`crate::clock`]).
     pub clock: &'static str,
+    /// What disturbed the scheduler thread from the start of the run to its stop (`None` when
+    /// it stopped before the run started).
+    pub sched_disturbance: Option<Disturbance>,
+}
+
+impl RunResult {
+    /// The measuring threads' disturbance: the scheduler thread first, then the clients.
+    pub fn disturbance(&self) -> Vec<Disturbance> {
+        self.sched_disturbance.iter().cloned().chain(self.clients.iter().map(|c| c.disturbance.clone())).collect()
+    }
 }

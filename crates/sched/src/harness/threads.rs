@@ -9,6 +9,7 @@ use std::time::Duration;
 use schedlab_policy::{AnyPolicy, Policy};
 use schedlab_prims::chan::Notifier;
 use schedlab_prims::locks::TryLock;
+use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
 use schedlab_report::HistRecorder;
 
@@ -351,7 +352,8 @@ fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBo
     let stopped = clock.now();
     shared.phase.store(STOP, Ordering::SeqCst);
     wake_scheduler(&shared);
-    let (sched_info, pin_error) = sched_handle.join().map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
+    let (sched_info, pin_error, sched_disturbance) =
+        sched_handle.join().map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
     // Hold the scheduler role from now on: no client can run a pass after this point, so the
     // counts below are final.
     let core = shared.role.enter();
@@ -399,6 +401,7 @@ fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBo
         dist,
         trace,
         clock: clock.source(),
+        sched_disturbance,
     })
 }
 
@@ -407,7 +410,7 @@ fn scheduler_thread<P: Policy<Item>>(
     cpu: Option<usize>,
     poll: u64,
     distributed: bool,
-) -> (Option<ThreadInfo>, Option<String>) {
+) -> (Option<ThreadInfo>, Option<String>, Option<Disturbance>) {
     let clock = shared.clock;
     let pin_error = cpu.and_then(|c| pin_current_thread(c).err().map(|e| format!("cannot pin the scheduler to CPU {c}: {e}")));
     let mut info = None;
@@ -415,6 +418,9 @@ fn scheduler_thread<P: Policy<Item>>(
     let mut last_work = clock.now();
     let mut next = last_work;
     let mut rt = RtYield::new();
+    // The measured window starts at the first pass after the run's start; each pass's own clock
+    // read marks an iteration (no read of its own).
+    let mut probe: Option<Probe> = None;
     loop {
         if shared.phase.load(Ordering::Relaxed) != RUN {
             break;
@@ -422,6 +428,11 @@ fn scheduler_thread<P: Policy<Item>>(
         let Some(core) = guard.as_mut() else { break };
         let (work, now) = core.pass_with(|ordered| if ordered { clock.now() } else { clock.now_unordered() });
         rt.tick(now);
+        match probe.as_mut() {
+            Some(p) => p.tick(now),
+            None if shared.start.load(Ordering::Relaxed) != 0 => probe = Some(Probe::start(now)),
+            None => {}
+        }
         if info.is_none() {
             info = Some(ThreadInfo::current());
         }
@@ -471,8 +482,9 @@ fn scheduler_thread<P: Policy<Item>>(
         }
     }
     drop(guard);
+    let disturbance = probe.map(|p| p.finish("sched"));
     // Re-read where it ran, after the work.
-    (Some(ThreadInfo::current()).or(info), pin_error)
+    (Some(ThreadInfo::current()).or(info), pin_error, disturbance)
 }
 
 struct ClientCtx {
@@ -644,6 +656,8 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
     let mut rt = RtYield::new();
     let mut last_now = start;
     let mut spec_start = start;
+    // The measured window: the program (the idle phase after it yields, by design).
+    let mut probe = Probe::start(start);
     'program: for spec in &ctx.program {
         let spec_end = (spec_start + spec.duration.0).min(end);
         let gap = spec.gap_ps();
@@ -668,6 +682,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             // serves and does not wait for this iteration's loads.
             let now = if poll_due { clock.now() } else { clock.now_unordered() };
             last_now = now;
+            probe.tick(now);
             if now >= spec_end {
                 break;
             }
@@ -722,6 +737,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
         spec_start = spec_end;
     }
     ring.flush();
+    let disturbance = probe.finish(&format!("client{}", ctx.index));
     // Program over: keep seeing marks until the run stops.
     let mut idle_spins = 0u32;
     while shared.phase.load(Ordering::Relaxed) == RUN {
@@ -768,5 +784,6 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
         mark_polls: st.mark_polls,
         ts_clamped: st.ts_clamped,
         ts_life_sum_ns: st.ts_life_sum,
+        disturbance,
     }
 }
