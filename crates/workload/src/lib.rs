@@ -1,0 +1,646 @@
+//! # schedlab-workload — today's message-size workloads, with their provenance
+//!
+//! The seven tables the field judges scheduling on (W1–W5 of Homa, pFabric's web search and
+//! data mining) ship here unedited, each with the header that names its source repository,
+//! commit, units and caveats (`tables/`, copied from the project's reference data). This crate
+//! reads them and answers three questions with no I/O, no clock and no randomness of its own:
+//!
+//! - **What is a size?** [`Workload::sample`] turns a uniform `u` in [0, 1) into a size in the
+//!   table's own unit, by the chosen [`Reading`]: a *step* CDF (the smallest SIZE whose CDF is
+//!   ≥ u; HomaSimulation, HomaModule) or a *linearly interpolated* one (YAPS, pFabric's
+//!   simulator). The default is the source's own rule ([`Workload::default_reading`]).
+//! - **How many packets?** [`Workload::packet_ranges`] gives the exact distribution of a message's
+//!   length in packets as a mixture of uniform integer ranges: byte tables are cut into packets
+//!   of `bytes_per_packet` payload bytes (ceil; [`DEFAULT_BYTES_PER_PACKET`] = 1460, the MSS that
+//!   YAPS and HomaSimulation's `adjustLoadFac.py` use); packet tables are packets already (an
+//!   interpolated draw is rounded to the nearest packet, as YAPS does).
+//! - **Which table is this?** [`Workload::checksum`] (FNV-1a, 64 bits, over the file's bytes) and
+//!   [`Workload::provenance`] (source repository, path and commit, read from the header).
+//!
+//! W1 (Facebook memcached) is a table only up to P = 0.47; the rest of its mass is the analytic
+//! Generalized Pareto tail HomaSimulation samples ([`Gpd`]), which this crate carries too.
+
+#![forbid(unsafe_code)]
+
+use std::fmt;
+
+/// Payload bytes per packet used to cut byte tables into packets unless told otherwise: the
+/// 1460-byte TCP MSS of a 1500-byte MTU (YAPS; HomaSimulation's `adjustLoadFac.py`).
+pub const DEFAULT_BYTES_PER_PACKET: u32 = 1460;
+
+/// Why a workload could not be read or used.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum WorkloadError {
+    #[error("unknown workload '{0}': the named workloads are {list}", list = names().join(", "))]
+    Unknown(String),
+    #[error("{file}:{line}: field '{field}': {msg}")]
+    Line { file: String, line: usize, field: &'static str, msg: String },
+    #[error("{file}: {msg}")]
+    Table { file: String, msg: String },
+    #[error("reading '{0}': use step or interp (interpolated)")]
+    Reading(String),
+    #[error("bytes per packet {0}: give a whole number of payload bytes between 1 and 1000000")]
+    BytesPerPacket(u64),
+}
+
+/// The unit of a table's SIZE column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    Packets,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Bytes => "bytes",
+            Unit::Packets => "packets",
+        }
+    }
+}
+
+/// How a CDF table is read between its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Each line's probability mass sits at its own SIZE: the smallest SIZE whose CDF is ≥ u.
+    Step,
+    /// Each line's mass is spread uniformly between the previous SIZE and its own (the first
+    /// line's mass is an atom at its SIZE).
+    Interpolated,
+}
+
+impl Reading {
+    /// Parses `step` or `interp` (also `interpolated`, `linear`).
+    pub fn parse(s: &str) -> Result<Reading, WorkloadError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "step" => Ok(Reading::Step),
+            "interp" | "interpolated" | "linear" => Ok(Reading::Interpolated),
+            _ => Err(WorkloadError::Reading(s.to_string())),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Reading::Step => "step",
+            Reading::Interpolated => "interp",
+        }
+    }
+}
+
+/// Checks a bytes-per-packet value.
+pub fn check_bytes_per_packet(b: u64) -> Result<u32, WorkloadError> {
+    if (1..=1_000_000).contains(&b) {
+        Ok(b as u32)
+    } else {
+        Err(WorkloadError::BytesPerPacket(b))
+    }
+}
+
+/// A Generalized Pareto tail above `offset`: for u > `from`, the size is
+/// `offset + (((1 − from)/(1 − u))^shape − 1)·scale/shape` (HomaSimulation's W1 formula,
+/// without its rounding and its 1 GiB cap), i.e. `size − offset` ~ GPD(shape, scale) on the
+/// mass `1 − from`; its mean is `offset + scale/(1 − shape)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gpd {
+    pub from: f64,
+    pub offset: f64,
+    pub shape: f64,
+    pub scale: f64,
+}
+
+impl Gpd {
+    /// W1's tail (MsgSizeDistributions.cc getFacebookSizeInterarrival).
+    pub const W1: Gpd = Gpd { from: 0.47, offset: 15.0, shape: 0.348238, scale: 214.476 };
+
+    /// The size for u in (from, 1).
+    pub fn quantile(&self, u: f64) -> f64 {
+        self.offset + (((1.0 - self.from) / (1.0 - u)).powf(self.shape) - 1.0) * self.scale / self.shape
+    }
+    /// P(size > x) over the whole distribution, for x ≥ offset.
+    pub fn survival(&self, x: f64) -> f64 {
+        let y = (x - self.offset).max(0.0);
+        (1.0 - self.from) * (1.0 + self.shape * y / self.scale).powf(-1.0 / self.shape)
+    }
+    /// The tail's conditional mean size.
+    pub fn mean(&self) -> f64 {
+        self.offset + self.scale / (1.0 - self.shape)
+    }
+}
+
+/// Where a table comes from, as its header states it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provenance {
+    pub repository: String,
+    pub path: String,
+    pub commit: String,
+}
+
+/// One component of a length distribution in packets: a uniform integer in `low..=high` with
+/// probability `prob`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PacketRange {
+    pub low: u32,
+    pub high: u32,
+    pub prob: f64,
+}
+
+/// A named workload: a CDF table with its header, provenance and reading rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    /// Short name (`w1`, ..., `pfabric-datamining`).
+    pub name: &'static str,
+    /// What the workload is, in a few words.
+    pub title: &'static str,
+    /// The table's file name in `tables/`.
+    pub file: &'static str,
+    pub unit: Unit,
+    /// The source's own sampling rule.
+    pub default_reading: Reading,
+    /// The mean the source states (in `unit`), when it states one.
+    pub stated_mean: Option<f64>,
+    /// W1's analytic tail beyond the table.
+    pub tail: Option<Gpd>,
+    pub provenance: Provenance,
+    /// SIZE column, non-decreasing.
+    pub sizes: Vec<f64>,
+    /// CDF column, non-decreasing, ending at 1 (or at the tail's `from`).
+    pub cdf: Vec<f64>,
+    /// FNV-1a (64 bits) of the table file's bytes.
+    pub checksum: u64,
+    /// The whole file, header included.
+    pub text: &'static str,
+}
+
+struct Spec {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    title: &'static str,
+    file: &'static str,
+    text: &'static str,
+    unit: Unit,
+    reading: Reading,
+    stated_mean: Option<f64>,
+    tail: Option<Gpd>,
+}
+
+macro_rules! table {
+    ($f:literal) => {
+        ($f, include_str!(concat!("../tables/", $f)))
+    };
+}
+
+const SPECS: &[Spec] = &[
+    spec(
+        "w1",
+        &["w1-memcached"],
+        "W1 Facebook memcached (Homa), with its analytic tail",
+        table!("w1-facebook-memcached.txt"),
+        Unit::Bytes,
+        Reading::Step,
+        Some(185.0),
+        Some(Gpd::W1),
+    ),
+    spec(
+        "w2",
+        &["w2-search"],
+        "W2 Google search RPC (Homa)",
+        table!("w2-google-search-rpc.txt"),
+        Unit::Bytes,
+        Reading::Step,
+        Some(440.7907),
+        None,
+    ),
+    spec(
+        "w3",
+        &["w3-allrpc"],
+        "W3 Google all RPC (Homa)",
+        table!("w3-google-all-rpc.txt"),
+        Unit::Bytes,
+        Reading::Step,
+        Some(2927.354),
+        None,
+    ),
+    spec(
+        "w4",
+        &["w4-hadoop"],
+        "W4 Facebook Hadoop (Homa)",
+        table!("w4-facebook-hadoop.txt"),
+        Unit::Bytes,
+        Reading::Step,
+        Some(127796.6),
+        None,
+    ),
+    spec(
+        "w5",
+        &["w5-websearch"],
+        "W5 DCTCP web search, Homa's 400-point table",
+        table!("w5-dctcp-websearch.txt"),
+        Unit::Packets,
+        Reading::Step,
+        Some(1744.70),
+        None,
+    ),
+    spec(
+        "pfabric-websearch",
+        &["websearch", "pfabric-ws"],
+        "pFabric web search (from DCTCP)",
+        table!("pfabric-websearch.txt"),
+        Unit::Packets,
+        Reading::Interpolated,
+        None,
+        None,
+    ),
+    spec(
+        "pfabric-datamining",
+        &["datamining", "pfabric-dm"],
+        "pFabric data mining (from VL2)",
+        table!("pfabric-datamining.txt"),
+        Unit::Packets,
+        Reading::Interpolated,
+        None,
+        None,
+    ),
+    spec(
+        "w1-sampled",
+        &[],
+        "W1 as HomaSimulation's sampled table (tail cut at 100000 B)",
+        table!("w1-facebook-memcached-sampled.txt"),
+        Unit::Bytes,
+        Reading::Step,
+        Some(187.77),
+        None,
+    ),
+];
+
+#[allow(clippy::too_many_arguments)]
+const fn spec(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    title: &'static str,
+    (file, text): (&'static str, &'static str),
+    unit: Unit,
+    reading: Reading,
+    stated_mean: Option<f64>,
+    tail: Option<Gpd>,
+) -> Spec {
+    Spec { name, aliases, title, file, text, unit, reading, stated_mean, tail }
+}
+
+/// The names of the shipped workloads, in listing order (the seven of the field, then W1's
+/// sampled variant).
+pub fn names() -> Vec<&'static str> {
+    SPECS.iter().map(|s| s.name).collect()
+}
+
+/// Every shipped workload, in listing order.
+pub fn all() -> Vec<Workload> {
+    SPECS.iter().map(|s| load(s).expect("shipped tables parse (tested)")).collect()
+}
+
+/// The workload called `name` (or one of its aliases; case-insensitive).
+pub fn named(name: &str) -> Result<Workload, WorkloadError> {
+    let n = name.trim().to_ascii_lowercase();
+    let s = SPECS
+        .iter()
+        .find(|s| s.name == n || s.aliases.contains(&n.as_str()))
+        .ok_or_else(|| WorkloadError::Unknown(name.to_string()))?;
+    load(s)
+}
+
+fn load(s: &Spec) -> Result<Workload, WorkloadError> {
+    let (sizes, cdf) = parse_table(s.text, s.file)?;
+    let last = *cdf.last().expect("parse_table returns at least one point");
+    match s.tail {
+        Some(t) if (last - t.from).abs() > 1e-12 => {
+            return Err(WorkloadError::Table {
+                file: s.file.into(),
+                msg: format!("table ends at {last}, its tail starts at {}", t.from),
+            })
+        }
+        None if (last - 1.0).abs() > 1e-9 => {
+            return Err(WorkloadError::Table { file: s.file.into(), msg: format!("the CDF ends at {last}, not 1") })
+        }
+        _ => {}
+    }
+    let header = |key: &str| -> Result<String, WorkloadError> {
+        s.text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim_start_matches(|c| c != ':').trim_start_matches(':').trim().to_string())
+            .ok_or_else(|| WorkloadError::Table { file: s.file.into(), msg: format!("header has no '{key}' line") })
+    };
+    Ok(Workload {
+        name: s.name,
+        title: s.title,
+        file: s.file,
+        unit: s.unit,
+        default_reading: s.reading,
+        stated_mean: s.stated_mean,
+        tail: s.tail,
+        provenance: Provenance {
+            repository: header("Source repository")?,
+            path: header("Source path")?,
+            commit: header("Commit read")?,
+        },
+        sizes,
+        cdf,
+        checksum: fnv1a64(s.text.as_bytes()),
+        text: s.text,
+    })
+}
+
+/// FNV-1a, 64 bits.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// Parses a CDF table: `#` lines are comments; a data line is `SIZE CDF` or, in the ns-2
+/// format, `SIZE IGNORED CDF`. SIZE must be positive and CDF in [0, 1], both non-decreasing.
+/// `file` names the table in errors.
+pub fn parse_table(text: &str, file: &str) -> Result<(Vec<f64>, Vec<f64>), WorkloadError> {
+    let (mut sizes, mut cdf) = (Vec::new(), Vec::new());
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let err = |field, msg: String| WorkloadError::Line { file: file.into(), line: i + 1, field, msg };
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (sz, p) = match f.len() {
+            2 => (f[0], f[1]),
+            3 => (f[0], f[2]),
+            n => return Err(err("line", format!("expected 'SIZE CDF' or 'SIZE _ CDF', got {n} fields"))),
+        };
+        let size: f64 = sz.parse().map_err(|_| err("SIZE", format!("'{sz}' is not a number")))?;
+        let prob: f64 = p.parse().map_err(|_| err("CDF", format!("'{p}' is not a number")))?;
+        if !(size.is_finite() && size > 0.0) {
+            return Err(err("SIZE", format!("{size} must be a positive size")));
+        }
+        if !(0.0..=1.0).contains(&prob) {
+            return Err(err("CDF", format!("{prob} must be a probability in [0, 1]")));
+        }
+        if let (Some(&s0), Some(&p0)) = (sizes.last(), cdf.last()) {
+            if size < s0 {
+                return Err(err("SIZE", format!("{size} is smaller than the previous size {s0}")));
+            }
+            if prob < p0 {
+                return Err(err("CDF", format!("{prob} is smaller than the previous CDF {p0}")));
+            }
+        }
+        sizes.push(size);
+        cdf.push(prob);
+    }
+    if sizes.is_empty() {
+        return Err(WorkloadError::Table { file: file.into(), msg: "no data lines".into() });
+    }
+    Ok((sizes, cdf))
+}
+
+impl Workload {
+    /// The table's mass at line `i`.
+    fn mass(&self, i: usize) -> f64 {
+        self.cdf[i] - if i == 0 { 0.0 } else { self.cdf[i - 1] }
+    }
+
+    /// The exact mean size in the table's unit under `reading` (W1 with its tail).
+    pub fn mean(&self, reading: Reading) -> f64 {
+        let table: f64 = (0..self.sizes.len())
+            .map(|i| {
+                let at = match reading {
+                    Reading::Step => self.sizes[i],
+                    Reading::Interpolated if i == 0 => self.sizes[0],
+                    Reading::Interpolated => (self.sizes[i - 1] + self.sizes[i]) / 2.0,
+                };
+                self.mass(i) * at
+            })
+            .sum();
+        table + self.tail.map_or(0.0, |t| (1.0 - t.from) * t.mean())
+    }
+
+    /// A size in the table's unit for `u` uniform in [0, 1), under `reading` (continuous
+    /// between points when interpolated).
+    pub fn sample(&self, reading: Reading, u: f64) -> f64 {
+        if let Some(t) = self.tail {
+            if u > t.from {
+                return t.quantile(u);
+            }
+        }
+        // The first line whose CDF is >= u.
+        let i = self.cdf.partition_point(|&p| p < u).min(self.cdf.len() - 1);
+        match reading {
+            Reading::Step => self.sizes[i],
+            Reading::Interpolated if i == 0 => self.sizes[0],
+            Reading::Interpolated => {
+                let (p0, p1) = (self.cdf[i - 1], self.cdf[i]);
+                let (s0, s1) = (self.sizes[i - 1], self.sizes[i]);
+                s0 + (u - p0) / (p1 - p0) * (s1 - s0)
+            }
+        }
+    }
+
+    /// The exact distribution of a message's length in packets, as uniform integer ranges with
+    /// their probabilities (summing to 1; components of zero mass left out).
+    ///
+    /// - Byte tables: a size of `b` bytes is `ceil(b / bytes_per_packet)` packets (at least 1).
+    ///   Interpolated, a line's mass is uniform in bytes over (previous SIZE, SIZE], so the
+    ///   packets it covers whole get equal shares and the two it covers in part get theirs in
+    ///   proportion. W1's tail puts `P(ceil(X/bpp) = k)` on each k from the GPD until what is
+    ///   left is below 1e-12, which goes to the last k.
+    /// - Packet tables: step, the SIZE itself; interpolated, the draw v uniform on [a, b] is
+    ///   rounded to the nearest packet (YAPS: `(uint32)(v + 0.5)`): a and b get half a share
+    ///   each, a+1..b−1 a whole share, so the mean is the interpolated mean exactly.
+    pub fn packet_ranges(&self, reading: Reading, bytes_per_packet: u32) -> Vec<PacketRange> {
+        let bpp = f64::from(bytes_per_packet.max(1));
+        let mut out: Vec<PacketRange> = Vec::new();
+        let mut push = |low: u32, high: u32, prob: f64| {
+            if prob > 0.0 && low <= high {
+                out.push(PacketRange { low: low.max(1), high: high.max(1), prob });
+            }
+        };
+        let pk = |bytes: f64| (bytes / bpp).ceil().max(1.0).min(f64::from(u32::MAX)) as u32;
+        for i in 0..self.sizes.len() {
+            let m = self.mass(i);
+            let s = self.sizes[i];
+            let interp = reading == Reading::Interpolated && i > 0 && self.sizes[i - 1] < s;
+            match (self.unit, interp) {
+                (Unit::Bytes, false) => push(pk(s), pk(s), m),
+                (Unit::Packets, false) => push(s.round() as u32, s.round() as u32, m),
+                (Unit::Bytes, true) => {
+                    let a = self.sizes[i - 1];
+                    let (k0, k1) = (pk(a), pk(s));
+                    let share = |lo: f64, hi: f64| m * (hi - lo) / (s - a);
+                    if k0 == k1 {
+                        push(k0, k0, m);
+                    } else {
+                        // k0 covers (a, k0·bpp], k1 covers ((k1−1)·bpp, s], the rest whole.
+                        push(k0, k0, share(a, f64::from(k0) * bpp));
+                        push(k0 + 1, k1 - 1, share(0.0, bpp) * f64::from(k1 - k0 - 1));
+                        push(k1, k1, share(f64::from(k1 - 1) * bpp, s));
+                    }
+                }
+                (Unit::Packets, true) => {
+                    let (a, b) = (self.sizes[i - 1].round() as u32, s.round() as u32);
+                    let w = f64::from(b - a);
+                    push(a, a, m * 0.5 / w);
+                    push(a + 1, b - 1, m * f64::from(b - a - 1) / w);
+                    push(b, b, m * 0.5 / w);
+                }
+            }
+        }
+        if let Some(t) = self.tail {
+            // Packets of the tail: k from the one holding `offset` on.
+            let mut k = pk(t.offset);
+            let mut left = 1.0 - t.from;
+            loop {
+                let beyond = t.survival(f64::from(k) * bpp);
+                let p = left - beyond;
+                if beyond < 1e-12 {
+                    push(k, k, left);
+                    break;
+                }
+                push(k, k, p);
+                left = beyond;
+                k += 1;
+            }
+        }
+        out
+    }
+
+    /// The mean length in packets of [`Workload::packet_ranges`].
+    pub fn packet_mean(&self, reading: Reading, bytes_per_packet: u32) -> f64 {
+        self.packet_ranges(reading, bytes_per_packet).iter().map(|r| r.prob * (f64::from(r.low) + f64::from(r.high)) / 2.0).sum()
+    }
+
+    /// The largest size in the table's unit (W1: where its tail's share falls below 1e-12).
+    pub fn max_size(&self) -> f64 {
+        *self.sizes.last().expect("at least one point")
+    }
+
+    /// The checksum as printed: `fnv1a64:` and 16 hex digits.
+    pub fn checksum_hex(&self) -> String {
+        format!("fnv1a64:{:016x}", self.checksum)
+    }
+
+    /// The number of data lines.
+    pub fn points(&self) -> usize {
+        self.sizes.len()
+    }
+}
+
+/// What a result records about the workload it ran: the name, the reading, bytes per packet,
+/// the checksum and the source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tag {
+    pub name: String,
+    pub reading: Reading,
+    /// Payload bytes per packet (byte tables; `None` for packet tables).
+    pub bytes_per_packet: Option<u32>,
+    pub checksum: String,
+    pub source: String,
+    pub commit: String,
+}
+
+impl Workload {
+    /// The tag of this workload read with `reading` and `bytes_per_packet`.
+    pub fn tag(&self, reading: Reading, bytes_per_packet: u32) -> Tag {
+        Tag {
+            name: self.name.to_string(),
+            reading,
+            bytes_per_packet: (self.unit == Unit::Bytes).then_some(bytes_per_packet),
+            checksum: self.checksum_hex(),
+            source: format!("{}/{}", self.provenance.repository, self.provenance.path),
+            commit: self.provenance.commit.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Tag {
+    /// `w3 (step, 1460 B/packet, fnv1a64:…; github.com/…/Google_AllRPC.txt @ ab09ecb…)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}", self.name, self.reading.name())?;
+        if let Some(b) = self.bytes_per_packet {
+            write!(f, ", {b} B/packet")?;
+        }
+        write!(f, ", {}; {} @ {})", self.checksum, self.source, self.commit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_parses_with_its_provenance() {
+        let all = all();
+        assert_eq!(all.len(), 8);
+        for w in &all {
+            assert!(w.provenance.repository.starts_with("github.com/"), "{}: {:?}", w.name, w.provenance);
+            assert_eq!(w.provenance.commit.len(), 40, "{}", w.name);
+            let sum: f64 = w.packet_ranges(w.default_reading, DEFAULT_BYTES_PER_PACKET).iter().map(|r| r.prob).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{}: packet masses sum to {sum}", w.name);
+        }
+        assert_eq!(named("W3").unwrap().points(), 842);
+        assert_eq!(named("datamining").unwrap().name, "pfabric-datamining");
+        assert!(named("w9").unwrap_err().to_string().contains("w1, w2"));
+    }
+
+    /// The exact means equal the ones the headers compute.
+    #[test]
+    fn means_match_the_headers() {
+        let cases = [
+            ("w1", 185.088122, 184.856037),
+            ("w2", 440.7907, 423.4025),
+            ("w3", 2927.3544, 2890.2716),
+            ("w4", 127796.6437, 121848.9605),
+            ("w5", 1744.704060, 1719.711297),
+            ("pfabric-websearch", 1622.94, 1140.98),
+            ("pfabric-datamining", 9467.1, 5116.6),
+            ("w1-sampled", 187.5107, 184.6130),
+        ];
+        for (n, step, interp) in cases {
+            let w = named(n).unwrap();
+            assert!((w.mean(Reading::Step) - step).abs() < 1e-4 * step, "{n} step {}", w.mean(Reading::Step));
+            assert!(
+                (w.mean(Reading::Interpolated) - interp).abs() < 1e-4 * interp,
+                "{n} interp {}",
+                w.mean(Reading::Interpolated)
+            );
+        }
+    }
+
+    /// Packet tables keep their mean in packets (interpolated: rounding to the nearest packet
+    /// is unbiased); byte tables in packets are at least bytes/1460 and less than that + 1.
+    #[test]
+    fn packet_means() {
+        for w in all() {
+            for r in [Reading::Step, Reading::Interpolated] {
+                let m = w.packet_mean(r, 1460);
+                match w.unit {
+                    Unit::Packets => assert!((m - w.mean(r)).abs() < 1e-9 * m, "{} {r:?}: {m}", w.name),
+                    Unit::Bytes => {
+                        let b = w.mean(r) / 1460.0;
+                        assert!(m >= b - 1e-6 && m < b + 1.0, "{} {r:?}: {m} packets vs {b}", w.name);
+                    }
+                }
+            }
+        }
+        // pFabric data mining step: 50% one packet, max 666667.
+        let dm = named("pfabric-datamining").unwrap().packet_ranges(Reading::Step, 1460);
+        assert_eq!(dm.first().map(|r| (r.low, r.prob)), Some((1, 0.5)));
+        assert_eq!(dm.iter().map(|r| r.high).max(), Some(666_667));
+    }
+
+    #[test]
+    fn bad_tables_name_file_line_and_field() {
+        let e = parse_table("# h\n1 0.5\n2 0.4\n", "t.txt").unwrap_err().to_string();
+        assert_eq!(e, "t.txt:3: field 'CDF': 0.4 is smaller than the previous CDF 0.5");
+        let e = parse_table("1 x\n", "t.txt").unwrap_err().to_string();
+        assert!(e.contains("t.txt:1: field 'CDF'"), "{e}");
+        assert!(parse_table("0 0.5\n", "t").unwrap_err().to_string().contains("field 'SIZE'"));
+        assert!(parse_table("1 2 3 4\n", "t").unwrap_err().to_string().contains("4 fields"));
+        assert!(parse_table("# nothing\n", "t").unwrap_err().to_string().contains("no data lines"));
+        assert_eq!(Reading::parse("interpolated").unwrap(), Reading::Interpolated);
+        assert!(Reading::parse("smooth").is_err());
+        assert!(check_bytes_per_packet(0).is_err());
+    }
+}
