@@ -13,7 +13,8 @@
 //!   script) from any set of schedlab result files.
 //!
 //! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
-//!   closed pipe, the exit codes.
+//!   closed pipe, the exit codes;
+//! - [`units`]: the front-end kit's one unit parser: rates, durations, counts, sizes.
 //!
 //! Nothing here knows about scheduling; the layers above (`sim`, `sched`, `prims`, `echo`, `rdma`)
 //! depend on it, never the reverse.
@@ -26,6 +27,7 @@ pub mod machine;
 pub mod page;
 pub mod plot;
 pub mod testkit;
+pub mod units;
 
 pub use hist::{Hist, HistRecorder, Summary};
 pub use loghist::LogHist;

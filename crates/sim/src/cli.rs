@@ -258,22 +258,8 @@ struct BenchArgs {
     json: Option<PathBuf>,
 }
 
-/// Parses counts like `100000`, `50k`, `20M`, `1G`, `1e8`.
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a count (e.g. 5000000, 50M, 1e8)"))?;
-    let v = v * mul;
-    if !(1.0..1e15).contains(&v) {
-        return Err(format!("'{s}' must be between 1 and 1e15"));
-    }
-    Ok(v.round() as u64)
-}
+/// Counts (`--packets 20M`): the front-end kit's one unit parser.
+pub use schedlab_report::units::parse_count;
 
 /// Runs `schedlab sim` or `schedlab bench`; `args[0]` is the command name.
 pub fn main(args: Vec<OsString>) -> Result<i32> {
