@@ -5,7 +5,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use schedlab_fuzz::{str_args, text};
-use schedlab_sched::cli::{parse_alg, parse_argv, parse_cpu_list, parse_flowsets, queue_limits};
+use schedlab_policy::{BuildOptions, Dialect, PolicySpec};
+use schedlab_sched::cli::{parse_argv, parse_cpu_list, parse_flowsets, queue_limits};
 use schedlab_sched::traffic;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,8 +19,8 @@ fuzz_target!(|data: &[u8]| {
     let mut words = first.split_whitespace();
     if let Some(name) = words.next() {
         let alpha = words.next().and_then(|a| a.parse::<f64>().ok());
-        if let Ok(alg) = parse_alg(name, alpha) {
-            let _ = alg.name();
+        if let Ok(alg) = PolicySpec::parse_with_alpha(name, alpha, Dialect::Sched) {
+            assert_eq!(PolicySpec::parse(&alg.name(), Dialect::Sched).as_ref(), Ok(&alg), "{name}: the name parses back");
         }
     }
     if let Ok(c) = parse_cpu_list(first) {
@@ -33,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(a.threads >= 1 && a.queue >= 1 && a.batch >= 1);
         let (hi, lo) = queue_limits(a.qmax, a.qmin, a.flows.len(), a.threads);
         assert!(hi >= 1 && lo < hi, "queue limits {hi} {lo}");
-        let _ = a.alg.build::<u32>(&a.flows);
+        let _ = a.alg.build::<u32>(&BuildOptions::default().flows(&a.flows));
         // The traffic program every client would run without -f.
         let t = traffic::parse(traffic::DEFAULT_PROGRAM, "default", a.threads).expect("the default program parses");
         assert_eq!(t.programs.len(), a.threads);

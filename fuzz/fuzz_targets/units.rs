@@ -1,12 +1,12 @@
-//! Every unit-suffixed value a user types: bandwidths and durations (sched), counts and time
-//! units (sim), -D durations (prims), sizes and rounds (echo), message sizes and windows (rdma),
+//! Every unit-suffixed value a user types: rates, durations, counts and sizes (the front-end
+//! kit's one parser, schedlab_report::units, which sched, sim, predict and sweep use), time units (sim), -D durations (prims), sizes and rounds (echo), message sizes and windows (rdma),
 //! percentages (hist), shards (sweep). Any panic is a bug; accepted values are positive and finite
 //! where documented, and the sched units print back to the same value.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use schedlab_echo::Size;
 use schedlab_rdma::types::{MsgSize, Op};
-use schedlab_sched::units::{parse_bps, parse_duration};
+use schedlab_report::units::{parse_bps, parse_count, parse_duration, parse_size, MAX_COUNT};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };
@@ -19,8 +19,13 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(parse_duration(&format!("{}ns", d.0), unit), Ok(d), "{s}: duration prints back");
         }
     }
-    if let Ok(n) = schedlab_sim::cli::parse_count(s) {
-        assert!((1..=1_000_000_000_000_000).contains(&n), "{s}: count {n}");
+    if let Ok(n) = parse_count(s) {
+        assert!((1..=MAX_COUNT).contains(&n), "{s}: count {n}");
+        assert_eq!(parse_count(&n.to_string()), Ok(n), "{s}: count prints back");
+    }
+    if let Ok(z) = parse_size(s) {
+        assert!(z >= 1 && z < u64::MAX / 2, "{s}: size {z}");
+        assert_eq!(parse_size(&z.to_string()), Ok(z), "{s}: size prints back");
     }
     if let Ok(u) = schedlab_sim::model::parse_time_unit(s) {
         assert!(u.is_finite() && u > 0.0, "{s}: time unit {u}");

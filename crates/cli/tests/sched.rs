@@ -181,7 +181,7 @@ fn original_traffic_file_alpha_default_and_byte_format_of_timestamps() {
         .stdout
         .clone();
     let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("alg alpha 10"), "{text}");
+    assert!(text.contains("alg alpha:10 (label 10)"), "{text}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
     for c in v["clients"].as_array().unwrap() {
         assert!(c["generated_pkts"].as_u64().unwrap() > 0, "every thread is programmed: {c}");

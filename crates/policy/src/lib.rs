@@ -66,7 +66,7 @@ pub use any::AnyPolicy;
 pub use drr::{Drr, FlowWeight};
 pub use qfq::Qfq;
 pub use rr::{Fifo, RoundRobin, RoundRobinHead};
-pub use spec::{BuildOptions, Dialect, Family, PolicySpec, SpecError};
+pub use spec::{BuildOptions, Dialect, Family, PolicySpec, SpecError, DEFAULT_ALPHA};
 pub use track::{AlphaStats, TrackSched};
 pub use wf2qp::Wf2qPlus;
 

@@ -44,6 +44,10 @@ use crate::{
 /// α at or above this is shortest-first, as in the report's listing (`1e6`).
 pub const ALPHA_SF: f64 = 1e6;
 
+/// The one default α (the report's recommendation): `-alg alpha` without `-alpha`, and the α of a
+/// `prio` message that carries none.
+pub const DEFAULT_ALPHA: f64 = 10.0;
+
 /// Which front end's spellings apply to the names the seeds use differently (`rr`, `-1`, `-2`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dialect {
@@ -131,7 +135,7 @@ pub struct BuildOptions<'a> {
     pub flows: &'a [FlowWeight],
     /// §11: keep each flow's messages in order (the alpha family; others ignore it).
     pub in_order: bool,
-    /// α of a `prio` message that carries none (10 if unset).
+    /// α of a `prio` message that carries none ([`DEFAULT_ALPHA`] if unset).
     pub default_alpha: Option<Alpha>,
 }
 
@@ -216,6 +220,27 @@ impl PolicySpec {
             };
         }
         Self::from_alpha(s, x)
+    }
+
+    /// The seed harness's pair `-alg NAME [-alpha X]`: `-alg alpha` is `alpha:X` with X =
+    /// `alpha` or [`DEFAULT_ALPHA`]; any other name parses as [`PolicySpec::parse`] does, and then
+    /// `alpha` must be `None` (it means nothing to the other policies).
+    pub fn parse_with_alpha(name: &str, alpha: Option<f64>, dialect: Dialect) -> Result<PolicySpec, SpecError> {
+        if name.trim().eq_ignore_ascii_case("alpha") {
+            let x = alpha.unwrap_or(DEFAULT_ALPHA);
+            if x.is_nan() || x < 0.0 {
+                return Err(SpecError::BadAlpha { name: name.into(), msg: format!("alpha {x} is not a number >= 0") });
+            }
+            return Self::from_alpha(name, x);
+        }
+        let spec = Self::parse(name, dialect)?;
+        match alpha {
+            Some(x) => Err(SpecError::BadAlpha {
+                name: name.into(),
+                msg: format!("an alpha value ({x}) is only used with the name 'alpha' (write alpha:{x} instead)"),
+            }),
+            None => Ok(spec),
+        }
     }
 
     /// A non-negative α: 0 is FIFO, ≥ [`ALPHA_SF`] (or ∞) is shortest-first, else fixed α.
@@ -317,7 +342,7 @@ impl PolicySpec {
             PolicySpec::Track { low, high, gain } | PolicySpec::TrackInsert { low, high, gain } => {
                 AlphaConfig::tracking(a(*low), a(high.min(ALPHA_MAX)), *gain)
             }
-            PolicySpec::Prio => AlphaConfig::fixed(opts.default_alpha.unwrap_or_else(|| a(10.0))),
+            PolicySpec::Prio => AlphaConfig::fixed(opts.default_alpha.unwrap_or_else(|| a(DEFAULT_ALPHA))),
             _ => return None,
         };
         cfg.in_order = opts.in_order;
@@ -472,6 +497,18 @@ mod tests {
         assert!(PolicySpec::parse("-2", Dialect::Sched).is_err());
         assert!(vocabulary(Dialect::Sched).contains("rr (= drr"));
         assert!(vocabulary(Dialect::Sim).contains("rr (= mrr"));
+    }
+
+    #[test]
+    fn the_seed_harness_alg_and_alpha_pair() {
+        let d = Dialect::Sched;
+        assert_eq!(PolicySpec::parse_with_alpha("alpha", None, d).unwrap(), PolicySpec::Alpha(DEFAULT_ALPHA));
+        assert_eq!(PolicySpec::parse_with_alpha("alpha", Some(2.5), d).unwrap(), PolicySpec::Alpha(2.5));
+        assert_eq!(PolicySpec::parse_with_alpha("alpha", Some(0.0), d).unwrap(), PolicySpec::Fifo);
+        assert!(PolicySpec::parse_with_alpha("alpha", Some(-1.0), d).is_err());
+        assert!(PolicySpec::parse_with_alpha("alpha", Some(f64::NAN), d).is_err());
+        assert_eq!(PolicySpec::parse_with_alpha("rr", None, d).unwrap(), PolicySpec::Drr);
+        assert!(PolicySpec::parse_with_alpha("sf", Some(3.0), d).unwrap_err().to_string().contains("alpha:3"));
     }
 
     #[test]

@@ -10,12 +10,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use schedlab_policy::FlowWeight;
+use schedlab_policy::{Alpha, BuildOptions, Dialect, FlowWeight, PolicySpec};
 use schedlab_report::plot::figures::{predict_chart, PredictSeries};
 use schedlab_report::plot::LineChart;
 use schedlab_report::MachineInfo;
-use schedlab_sched::cli::{load, parse_alg, parse_argv as parse_sched_argv, Args, Argv};
-use schedlab_sched::harness::{run as run_harness, Alg, Config, RunResult};
+use schedlab_sched::cli::{load, parse_argv as parse_sched_argv, Args, Argv};
+use schedlab_sched::harness::{alg_error, message_level, run as run_harness, Config, RunResult, WithAlpha};
 use schedlab_sched::messages::{merged, MsgRecord};
 use schedlab_sched::traffic::Spec;
 use schedlab_sched::units::{parse_duration, Bps, Nanos};
@@ -44,9 +44,10 @@ Usage: schedlab predict [schedlab sched options] [--algs LIST] [--plot FILE.svg]
                         [-- [scheduler options]]
 
   -b BW           link rate (required: it sets the service time)
-  --algs LIST     run the workload once per algorithm, e.g. fifo,alpha:10,sf,rr,wf2qp,qfq
+  --algs LIST     run the workload once per policy, any name of the vocabulary (as -alg: rr is
+                  DRR), e.g. fifo,mrr,rr',alpha:10,sf,track:1:100,prio,drr,wf2qp,qfq
                   (default: the one given by -alg; flow-level ones without -flowsets get weight 1
-                  per client)
+                  per client; prio takes each message's alpha from the traffic file's alpha:X)
   --plot FILE     latency vs message length, measured and predicted per algorithm (SVG)
   --json FILE     the comparison as JSON ('-' for stdout)
   --drain TIME    silence appended to every client's program so queues empty (default 50ms)
@@ -65,21 +66,15 @@ with load50.txt:  thread all / 2s 125M 1500 dist:report poisson   (4 x 125 Mb/s 
 /// Predict-only options; the rest is `schedlab sched`'s.
 struct Opts {
     sched: Args,
-    algs: Vec<(String, Alg)>,
+    algs: Vec<PolicySpec>,
     plot: Option<PathBuf>,
     drain: Nanos,
     repeat: usize,
 }
 
-fn parse_alg_item(s: &str) -> Result<Alg> {
-    match s.split_once(':') {
-        Some(("alpha", a)) => {
-            let v: f64 = a.parse().with_context(|| format!("--algs '{s}': alpha '{a}' is not a number"))?;
-            parse_alg("alpha", Some(v))
-        }
-        _ => parse_alg(s, None),
-    }
-    .with_context(|| format!("--algs: '{s}'"))
+/// One name of `--algs`, in the harness's dialect (`rr` is DRR, as `-alg rr`).
+fn parse_alg_item(s: &str) -> Result<PolicySpec> {
+    PolicySpec::parse(s, Dialect::Sched).map_err(alg_error).with_context(|| format!("--algs: '{s}'"))
 }
 
 /// An error of [`parse`] that is not a usage error (the traffic file cannot be read or is wrong):
@@ -100,8 +95,8 @@ impl std::error::Error for NotUsage {}
 pub struct PredictArgv {
     /// `schedlab sched`'s options (the traffic file not loaded yet).
     pub sched: Argv,
-    /// `--algs`, or the one `-alg` (name, algorithm).
-    pub algs: Vec<(String, Alg)>,
+    /// `--algs`, or the one `-alg`.
+    pub algs: Vec<PolicySpec>,
     pub plot: Option<PathBuf>,
     pub drain: Nanos,
     /// `--repeat N`: runs per algorithm (at least 1).
@@ -156,13 +151,9 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
         bail!("predict needs a link rate (-b, e.g. -b 1G): the simulator's service time is packet_bytes x 8 / rate")
     }
     let algs = match algs_arg {
-        None => vec![(sched.alg.name(), sched.alg)],
+        None => vec![sched.alg.clone()],
         Some(list) => {
-            let v = list
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(|s| Ok((s.to_string(), parse_alg_item(s)?)))
-                .collect::<Result<Vec<_>>>()?;
+            let v = list.split(',').filter(|s| !s.is_empty()).map(parse_alg_item).collect::<Result<Vec<_>>>()?;
             if v.is_empty() {
                 bail!("--algs is empty: give e.g. fifo,alpha:10,sf");
             }
@@ -211,7 +202,10 @@ pub struct Lateness {
 /// One algorithm's run.
 #[derive(Debug, Serialize)]
 pub struct AlgRun {
+    /// The policy's canonical name (`PolicySpec::name`, e.g. `alpha:10`, `drr`).
     pub alg: String,
+    /// Its row label (`PolicySpec::label`, e.g. `10`, `DRR`).
+    pub label: String,
     pub verdict: Verdict,
     pub messages: usize,
     pub delivered: usize,
@@ -301,16 +295,17 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let mut last: Option<RunResult> = None;
     // Under --repeat the algorithms take turns, so a disturbance hits them alike.
     for k in 1..=opts.repeat {
-        for (name, alg) in &opts.algs {
-            let cfg = config_for(base, *alg);
+        for alg in &opts.algs {
+            let cfg = config_for(base, alg);
             let r = run_harness(&cfg, interrupt.flag())?;
             if r.interrupted {
                 outln!("interrupted (Ctrl-C)");
                 return Ok(schedlab_report::frontend::exit::INTERRUPTED);
             }
-            let mut run = analyse(name, &cfg, &r)?;
+            let mut run = analyse(&cfg, &r)?;
             run.repeat_run = k;
-            let shown = if opts.repeat > 1 { crate::repeat::run_line(k, opts.repeat, name, &outcome(&run)) } else { text(&run) };
+            let shown =
+                if opts.repeat > 1 { crate::repeat::run_line(k, opts.repeat, &run.alg, &outcome(&run)) } else { text(&run) };
             write!(std::io::stdout(), "{shown}").context("writing to stdout")?;
             runs.push(run);
             last = Some(r);
@@ -318,7 +313,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     }
     let summaries: Vec<crate::repeat::Summary> = if opts.repeat > 1 {
         let of = |name: &str| runs.iter().filter(|r| r.alg == name).map(outcome).collect::<Vec<_>>();
-        opts.algs.iter().map(|(name, _)| crate::repeat::summarise(name, &of(name))).collect()
+        opts.algs.iter().map(|alg| crate::repeat::summarise(&alg.name(), &of(&alg.name()))).collect()
     } else {
         Vec::new()
     };
@@ -357,9 +352,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
 
 /// The run's configuration for one algorithm; flow-level policies without enough `-flowsets` get
 /// weight 1 per client.
-fn config_for(base: &Config, alg: Alg) -> Config {
+fn config_for(base: &Config, alg: &PolicySpec) -> Config {
     let mut cfg = base.clone();
-    cfg.alg = alg;
+    cfg.alg = alg.clone();
     // The simulator has no scheduler queue limit: run the harness without one (sched's default
     // -qmax of 20 per flow would drop packets the model keeps).
     cfg.qmax = u64::MAX;
@@ -371,8 +366,22 @@ fn config_for(base: &Config, alg: Alg) -> Config {
     cfg
 }
 
+/// The α of each recorded message under `prio`: its traffic entry's `alpha:X` (`None`: the
+/// policy's default); `None` for every message under the other policies.
+fn message_alphas(cfg: &Config, msgs: &[MsgRecord]) -> Vec<Option<Alpha>> {
+    msgs.iter()
+        .map(|m| {
+            if cfg.alg != PolicySpec::Prio {
+                return None;
+            }
+            let spec = cfg.traffic.programs.get(m.client as usize)?.get(m.entry as usize)?;
+            spec.alpha.and_then(|a| Alpha::new(a).ok())
+        })
+        .collect()
+}
+
 /// Judges, replays and compares one harness run.
-pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
+pub fn analyse(cfg: &Config, r: &RunResult) -> Result<AlgRun> {
     let bps = cfg.bandwidth.context("predict needs a link rate (-b)")?.0;
     let per: Vec<&[MsgRecord]> = r.clients.iter().map(|c| c.messages.as_slice()).collect();
     let msgs = merged(&per);
@@ -390,12 +399,31 @@ pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
     let transmitted_bits: u64 = r.clients.iter().map(|c| c.bits).sum();
     let service = service_ns(msgs.iter().find(|m| m.pushed > 0).map_or(1500, |m| m.packet_bytes), bps);
 
+    // The policy as the simulator runs it; under prio each replayed message gets its recorded α.
+    let opts = BuildOptions::default().flows(&cfg.flows);
+    let alphas = message_alphas(cfg, &msgs);
+    let by_pos: std::collections::HashMap<(u32, u64), Option<Alpha>> =
+        msgs.iter().zip(&alphas).map(|(m, a)| ((m.client, m.first_pos), *a)).collect();
+
     // The order check, and how late the passes were against the link's clock.
     let order = match &r.trace {
-        Some(t) => Some(check(cfg.alg.build::<usize>(&cfg.flows), t, bps)?),
+        Some(t) => {
+            // The replay's items are the trace's enqueues, in order.
+            let enq: Vec<Option<Alpha>> = t
+                .iter()
+                .filter_map(|e| match *e {
+                    schedlab_sched::harness::TraceEvent::Enqueue { client, pos, .. } => {
+                        Some(by_pos.get(&(client, pos)).copied().flatten())
+                    }
+                    _ => None,
+                })
+                .collect();
+            let p = WithAlpha::new(cfg.alg.build::<usize>(&opts), |i: &usize| enq.get(*i).copied().flatten());
+            Some(check(p, t, bps)?)
+        }
         None => None,
     };
-    let lateness = order.as_ref().map_or(Lateness::default(), |o| lateness(&msgs, o, cfg.alg.message_level()));
+    let lateness = order.as_ref().map_or(Lateness::default(), |o| lateness(&msgs, o, message_level(&cfg.alg)));
 
     let mut reasons = Vec::new();
     if ring_drops > 0 {
@@ -422,8 +450,10 @@ pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
         reasons.extend(crate::compare::preemption_note(r.sched_disturbance.as_ref(), service));
     }
     let rows = if predicted {
-        let trace = trace_of(&msgs, bps, cfg.alg.message_level());
-        let p = predict(cfg.alg.build::<usize>(&cfg.flows), &msgs, &trace)?;
+        let trace = trace_of(&msgs, bps, message_level(&cfg.alg));
+        let owner = &trace.owner;
+        let policy = WithAlpha::new(cfg.alg.build::<usize>(&opts), |i: &usize| owner.get(*i).and_then(|&m| alphas[m]));
+        let p = predict(policy, &msgs, &trace)?;
         compare(&msgs, &p)
     } else {
         compare(&msgs, &vec![Some(f64::NAN); msgs.len()])
@@ -444,7 +474,8 @@ pub fn analyse(name: &str, cfg: &Config, r: &RunResult) -> Result<AlgRun> {
     };
     let kept_up = reasons.is_empty();
     Ok(AlgRun {
-        alg: name.to_string(),
+        alg: cfg.alg.name(),
+        label: cfg.alg.label(),
         verdict: Verdict { kept_up, disturbed, reasons },
         messages: msgs.len(),
         delivered,
@@ -494,8 +525,9 @@ fn outcome(r: &AlgRun) -> crate::repeat::Outcome {
 /// The human table of one run.
 pub fn text(r: &AlgRun) -> String {
     let mut s = format!(
-        "\n== {} ==  {} messages ({} delivered), link {} nominal, achieved {:.1} Mb/s, a packet takes {:.2} us\n",
+        "\n== {} ({}) ==  {} messages ({} delivered), link {} nominal, achieved {:.1} Mb/s, a packet takes {:.2} us\n",
         r.alg,
+        r.label,
         r.messages,
         r.delivered,
         Bps(r.link_nominal_bps),
@@ -615,8 +647,11 @@ mod tests {
         assert_eq!(o.drain, Nanos(10_000_000));
         assert!(o.sched.cfg.messages && o.sched.cfg.trace);
         assert!(o.sched.cfg.traffic.programs[0].last().unwrap().rate == Bps(0), "drain appended");
-        let rr = config_for(&o.sched.cfg, o.algs[3].1);
+        let rr = config_for(&o.sched.cfg, &o.algs[3]);
+        assert_eq!(rr.alg, PolicySpec::Drr, "rr is DRR, as -alg rr");
         assert_eq!(rr.flows.len(), 1);
+        let all = p("-b 1G --algs fifo,mrr,rr',alpha:10,sf,track:1:100,track-insert:1:100,prio,drr,wf2qp,qfq").unwrap().unwrap();
+        assert_eq!(all.algs, PolicySpec::examples());
         assert!(p("--help").unwrap().is_none());
     }
 }

@@ -249,6 +249,7 @@ mod tests {
             cli_deq_ns: sch_deq + 100,
             seen: packets,
             dropped: false,
+            entry: 0,
         }
     }
 

@@ -17,7 +17,8 @@
 //! - [`disturb`]: per measuring thread, what disturbed it: involuntary switches, migrations, the
 //!   longest gap in its own loop;
 //! - [`frontend`]: the front-end kit: one clock read, one interrupt flag, output that survives a
-//!   closed pipe, the exit codes.
+//!   closed pipe, the exit codes;
+//! - [`units`]: the front-end kit's one unit parser: rates, durations, counts, sizes.
 //!
 //! Nothing here knows about scheduling; the layers above (`sim`, `sched`, `prims`, `echo`, `rdma`)
 //! depend on it, never the reverse.
@@ -32,6 +33,7 @@ pub mod page;
 pub mod plot;
 pub mod results;
 pub mod testkit;
+pub mod units;
 
 pub use hist::{Hist, HistRecorder, Summary};
 pub use loghist::LogHist;

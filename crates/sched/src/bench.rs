@@ -5,20 +5,20 @@
 
 use std::time::Instant;
 
-use schedlab_policy::{Alpha, FlowWeight, Message, Policy};
+use schedlab_policy::{BuildOptions, FlowWeight, Message, Policy, PolicySpec};
 
-use crate::harness::{Alg, Item};
+use crate::harness::Item;
 
-/// The algorithms measured, by `-alg` name.
-pub fn algorithms() -> Vec<Alg> {
-    vec![Alg::Fifo, Alg::Rr, Alg::Wf2qp, Alg::Qfq, Alg::Alpha(Alpha::new(10.0).expect("10 is a valid alpha")), Alg::Sf]
+/// The policies measured: one of each of the vocabulary (`PolicySpec::examples`).
+pub fn algorithms() -> Vec<PolicySpec> {
+    PolicySpec::examples()
 }
 
 /// Nanoseconds per enqueue+dequeue pair with `flows` backlogged flows (each holding 4 one-packet
 /// messages of 60..1500 bytes), over `pairs` pairs after a warm-up.
-pub fn pair_ns(alg: Alg, flows: usize, pairs: u64) -> f64 {
+pub fn pair_ns(alg: &PolicySpec, flows: usize, pairs: u64) -> f64 {
     let weights: Vec<FlowWeight> = (0..flows).map(|i| FlowWeight::new(1 + (i % 4) as u32, 1500)).collect();
-    let mut p = alg.build(&weights);
+    let mut p = alg.build(&BuildOptions::default().flows(&weights));
     let len = |k: u64| 60 + ((k * 389) % 1441) as u32;
     let mut k = 0u64;
     for f in 0..flows {

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use schedlab_policy::{Alpha, FlowWeight};
+use schedlab_policy::{Dialect, FlowWeight, PolicySpec};
 use schedlab_report::machine::online_cpus;
 use schedlab_report::{MachineInfo, Summary, ThreadInfo};
 use serde::Serialize;
@@ -15,7 +15,7 @@ use serde::Serialize;
 use schedlab_prims::chan::Mechanism;
 use schedlab_prims::locks::LockKind;
 
-use crate::harness::{run, Alg, ClientResult, Config, DistCost, RunResult, SchedCounters};
+use crate::harness::{alg_error, message_level, run, ClientResult, Config, DistCost, RunResult, SchedCounters};
 use crate::traffic::{self, Traffic};
 use crate::units::{human, parse_bps, parse_duration, Bps, Nanos};
 
@@ -71,16 +71,21 @@ Scheduler options (after --):
                         dropped, counted, and marked D in the timestamp files
   -qmin N               with -qmax: once full, refuse until the policy is down to N packets
                         (hysteresis; default -qmax - 1, plain tail drop)
-  -alg NAME             fifo | rr (deficit round robin, quantum W x L) | wf2qp | qfq |
-                        alpha (needs -alpha X) | sf (shortest first); default fifo
-  -alpha X              alpha for -alg alpha (default 10, the report's recommendation; for alpha
-                        and sf a client's burst is one message)
+  -alg NAME             any policy of the vocabulary (docs/guide/policies.md); default fifo:
+                        fifo | rr (= drr: deficit round robin, quantum W x L) | wf2qp | qfq |
+                        mrr (the report's message round robin) | rr' (RR', new messages first) |
+                        alpha (with -alpha X) or alpha:X | sf (shortest first) |
+                        track:LOW:HIGH[:GAIN] (alpha tracking the queue) | track-insert:LOW:HIGH |
+                        prio (per-message alpha: the traffic file's alpha:X column);
+                        for every policy but fifo and the flow ones, a client's burst is one message
+  -alpha X              alpha for -alg alpha (default 10, the report's recommendation)
 
-Traffic file: lines 'DURATION RATE [PKTLEN [BURST]] [poisson]' (e.g. '1s 100M 64 1'), 'thread N'
-or 'thread all' to choose the thread the next lines program, '#' comments. BURST may be a message
-length distribution 'dist:LOW-HIGH:WEIGHT,LEN:WEIGHT,...' ('dist:report' = 1-5:90,20:10); a last
-word 'poisson' spaces bursts by exponential gaps at the entry's mean rate, e.g.
-'2s 300M 1500 dist:1-5:90,20:10 poisson'.
+Traffic file: lines 'DURATION RATE [PKTLEN [BURST]] [poisson] [alpha:X]' (e.g. '1s 100M 64 1'),
+'thread N' or 'thread all' to choose the thread the next lines program, '#' comments. BURST may be
+a message length distribution 'dist:LOW-HIGH:WEIGHT,LEN:WEIGHT,...' ('dist:report' =
+1-5:90,20:10); a last word 'poisson' spaces bursts by exponential gaps at the entry's mean rate,
+e.g. '2s 300M 1500 dist:1-5:90,20:10 poisson'; 'alpha:X' gives the entry's messages alpha X
+under -alg prio.
 
 Timestamp files (one line per packet through the ring, TAB separated, times from CLOCK_MONOTONIC
 in ns): cli_enq (absolute), sch_enq - cli_enq, sch_deq - sch_enq, cli_deq - sch_deq, pkt_len,
@@ -152,25 +157,6 @@ pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
     Ok(flows)
 }
 
-/// α for `-alg alpha` without `-alpha` (the alpha scheduling report's recommendation).
-pub const DEFAULT_ALPHA: f64 = 10.0;
-
-pub fn parse_alg(name: &str, alpha: Option<f64>) -> Result<Alg> {
-    Ok(match name {
-        "fifo" => Alg::Fifo,
-        "rr" | "drr" => Alg::Rr,
-        "wf2qp" | "wf2q+" => Alg::Wf2qp,
-        "qfq" => Alg::Qfq,
-        "sf" => Alg::Sf,
-        "alpha" => {
-            // The report's recommended value when -alpha is not given (printed in the config line).
-            let a = alpha.unwrap_or(DEFAULT_ALPHA);
-            Alg::Alpha(Alpha::new(a).map_err(|e| anyhow::anyhow!("-alpha {a}: {e}"))?)
-        }
-        other => bail!("unknown -alg '{other}': use fifo, rr, wf2qp, qfq, alpha or sf"),
-    })
-}
-
 /// The command line, parsed without touching any file: every error here is a usage error
 /// (exit 2). Fuzzable: any `&[String]` gives `Ok` or `Err`, never a panic.
 #[derive(Debug, Clone)]
@@ -195,7 +181,7 @@ pub struct Argv {
     pub bench: bool,
     pub flows: Vec<FlowWeight>,
     pub alg_name: String,
-    pub alg: Alg,
+    pub alg: PolicySpec,
     pub qmax: Option<u64>,
     pub qmin: Option<u64>,
     pub seed: u64,
@@ -395,10 +381,10 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
     if let (Some(o), false) = (lock_given, distributed) {
         bail!("{o} chooses a primitive of the distributed mode: add -D");
     }
-    let alg = parse_alg(&alg_name, alpha)?;
-    if alpha.is_some() && !matches!(alg, Alg::Alpha(_)) {
+    if alpha.is_some() && !alg_name.trim().eq_ignore_ascii_case("alpha") {
         bail!("-alpha is only used with -alg alpha");
     }
+    let alg = PolicySpec::parse_with_alpha(&alg_name, alpha, Dialect::Sched).map_err(alg_error)?;
     let flows = match (alg.flow_level(), flowsets) {
         (true, Some(f)) => f,
         (true, None) if bench => Vec::new(),
@@ -480,8 +466,14 @@ pub fn load(a: Argv) -> Result<Args> {
             ),
         }
     };
+    let mut traffic = traffic;
+    if a.alg != PolicySpec::Prio && traffic.programs.iter().flatten().any(|s| s.alpha.is_some()) {
+        traffic
+            .warnings
+            .push(format!("the traffic file's alpha:X columns are only used by -alg prio; -alg {} ignores them", a.alg));
+    }
     let flows = a.flows;
-    if a.alg == Alg::Qfq {
+    if a.alg == PolicySpec::Qfq {
         for (i, p) in traffic.programs.iter().enumerate() {
             if let (Some(s), Some(f)) =
                 (p.iter().find(|s| s.pkt_len > flows.get(i).map_or(u32::MAX, |f| f.max_len)), flows.get(i))
@@ -561,7 +553,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
     outln!(
-        "config: {} client(s){}, traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {}{}, {} flows, -qmax {} -qmin {}{}{}, seed {}",
+        "config: {} client(s){}, traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {} (label {}){}, {} flows, -qmax {} -qmin {}{}{}, seed {}",
         cfg.threads,
         if cfg.active < cfg.threads { format!(" ({} active, -k)", cfg.active) } else { String::new() },
         args.traffic_source,
@@ -571,7 +563,8 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.client_poll,
         cfg.batch,
         cfg.alg.name(),
-        if cfg.alg.message_level() { " (a burst is one message)" } else { "" },
+        cfg.alg.label(),
+        if message_level(&cfg.alg) { " (a burst is one message)" } else { "" },
         cfg.flows.len(),
         cfg.qmax,
         cfg.qmin,
@@ -686,7 +679,10 @@ pub struct Report {
     pub seed: u64,
     pub threads: usize,
     pub queue_pkts: usize,
+    /// The policy's canonical name (`PolicySpec::name`, e.g. `alpha:10`, `drr`).
     pub alg: String,
+    /// Its row label (`PolicySpec::label`, e.g. `10`, `DRR`), as every table prints it.
+    pub label: String,
     pub flows: usize,
     pub link_nominal_bps: Option<u64>,
     pub link_achieved_bps: f64,
@@ -770,6 +766,7 @@ impl Report {
             threads: cfg.threads,
             queue_pkts: cfg.queue,
             alg: cfg.alg.name(),
+            label: cfg.alg.label(),
             flows: cfg.flows.len(),
             link_nominal_bps: cfg.bandwidth.map(|b| b.0),
             link_achieved_bps: achieved,
@@ -912,11 +909,11 @@ fn bench_main(args: &Args) -> Result<i32> {
     let pairs = 200_000u64;
     let mut rows = Vec::new();
     for alg in crate::bench::algorithms() {
-        let mut line = format!("  {:<10}", alg.name());
+        let mut line = format!("  {:<18}", alg.name());
         for flows in [1usize, 16, 1024] {
-            let ns = crate::bench::pair_ns(alg, flows, pairs);
+            let ns = crate::bench::pair_ns(&alg, flows, pairs);
             line += &format!("  {flows:>5} flows {ns:>7.1} ns");
-            rows.push(serde_json::json!({"alg": alg.name(), "flows": flows, "pair_ns": ns}));
+            rows.push(serde_json::json!({"alg": alg.name(), "label": alg.label(), "flows": flows, "pair_ns": ns}));
         }
         outln!("{line}");
     }
@@ -954,7 +951,7 @@ mod tests {
         assert_eq!(a.cfg.client_poll, Nanos(5_000));
         assert_eq!(a.cfg.flows.len(), 17);
         assert_eq!(a.cfg.flows[0], FlowWeight::new(100, 1500));
-        assert_eq!(a.cfg.alg, Alg::Rr);
+        assert_eq!(a.cfg.alg, PolicySpec::Drr);
         let b = args(&format!("-a 1 -t 1 -f {} -b 10T -q 20 -- -flowsets 1:1500:32 -alg rr", f.display())).unwrap().unwrap();
         assert_eq!(b.cfg.bandwidth, Some(Bps(10_000_000_000_000)));
         assert_eq!(b.cfg.sched_cpu, Some(1));
@@ -963,7 +960,19 @@ mod tests {
         assert_eq!(c.cfg.sched_poll, Nanos(100));
         assert!(c.cfg.distributed);
         assert_eq!(c.cfg.duration_cap, Some(Nanos(500_000_000)));
-        assert!(c.cfg.alg.message_level());
+        assert_eq!(c.cfg.alg, PolicySpec::Alpha(2.5));
+        assert!(message_level(&c.cfg.alg));
+        for (alg, want) in [
+            ("mrr", PolicySpec::RoundRobin),
+            ("rr'", PolicySpec::RoundRobinHead),
+            ("track:1:100", PolicySpec::Track { low: 1.0, high: 100.0, gain: 1.0 }),
+            ("prio", PolicySpec::Prio),
+            ("alpha:7", PolicySpec::Alpha(7.0)),
+            ("alpha", PolicySpec::Alpha(schedlab_policy::DEFAULT_ALPHA)),
+        ] {
+            let a = args(&format!("-f {} -- -alg {alg}", f.display())).unwrap().unwrap();
+            assert_eq!(a.cfg.alg, want, "{alg}");
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 
@@ -979,6 +988,9 @@ mod tests {
         assert!(err("-- -alg bogus").contains("unknown -alg 'bogus'"));
         assert!(err("-- -alg rr").contains("-flowsets"));
         assert!(err("-- -alg alpha -alpha -1").contains("-alpha"));
+        assert!(err("-- -alg sf -alpha 3").contains("only used with -alg alpha"));
+        assert!(err("-- -alg track:100:1").contains("below LOW"));
+        assert!(err("-- -alg -1").contains("mrr"));
         assert!(err("-é").contains("unknown option '-é'"));
         assert!(err("-- -é").contains("unknown scheduler option"));
         assert!(err("-- -flowsets 1:1500").contains("WEIGHT:MAXLEN:FLOWS"));

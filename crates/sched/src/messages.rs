@@ -29,6 +29,9 @@ pub struct MsgRecord {
     pub seen: u32,
     /// Some packet was refused (full ring) or dropped by the scheduler.
     pub dropped: bool,
+    /// Index of the client's program entry that generated it (its `alpha:X` is the message's α
+    /// under `prio`).
+    pub entry: u32,
 }
 
 impl MsgRecord {
@@ -57,10 +60,11 @@ impl MessageLog {
         MessageLog { records }
     }
 
-    /// A burst of `packets` was generated at `now`; `pushed` of them entered the ring from
-    /// position `first_pos`.
+    /// A burst of `packets` was generated at `now` by program entry `entry`; `pushed` of them
+    /// entered the ring from position `first_pos`.
     #[inline]
-    pub fn generated(&mut self, client: u32, packets: u32, pushed: u32, packet_bytes: u32, first_pos: u64, now: u64) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn generated(&mut self, client: u32, packets: u32, pushed: u32, packet_bytes: u32, first_pos: u64, now: u64, entry: u32) {
         self.records.push(MsgRecord {
             client,
             packets,
@@ -69,6 +73,7 @@ impl MessageLog {
             first_pos,
             cli_enq_ns: now,
             dropped: pushed < packets,
+            entry,
             ..MsgRecord::default()
         });
     }
@@ -155,9 +160,9 @@ mod tests {
     #[test]
     fn completions_land_in_their_messages() {
         let mut log = MessageLog::with_capacity(4);
-        log.generated(0, 3, 3, 100, 0, 10);
-        log.generated(0, 2, 0, 100, 3, 20); // refused by the full ring
-        log.generated(0, 1, 1, 100, 3, 30);
+        log.generated(0, 3, 3, 100, 0, 10, 0);
+        log.generated(0, 2, 0, 100, 3, 20, 0); // refused by the full ring
+        log.generated(0, 1, 1, 100, 3, 30, 0);
         log.completed(&done(3, 31, 40, false), 45); // out of order: the later message first
         log.completed(&done(0, 11, 50, false), 55);
         log.completed(&done(1, 11, 51, false), 55);
@@ -184,7 +189,7 @@ mod tests {
     #[test]
     fn dropped_packets_mark_the_message() {
         let mut log = MessageLog::with_capacity(1);
-        log.generated(1, 2, 2, 60, 0, 5);
+        log.generated(1, 2, 2, 60, 0, 5, 0);
         log.completed(&done(0, 6, 7, true), 8);
         log.completed(&done(1, 6, 7, true), 8);
         assert!(log.records[0].dropped && !log.records[0].delivered());

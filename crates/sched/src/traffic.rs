@@ -8,12 +8,14 @@
 //! thread 1 3                    following entries go to threads 1, 2 and 3
 //! thread 1 *                    ... to threads 1 up to the last one
 //! thread all                    following entries go to every thread
+//! 1s 100M 1500 dist:report poisson alpha:5   under -alg prio, every message of this entry has α = 5
 //! ```
 //! Durations take n/u/m/s suffixes (bare numbers are seconds), rates k/M/G/T (bits per second;
 //! 0 means silence for that long), the packet length is in bytes (default
 //! [`DEFAULT_PKT_LEN`]), the burst in packets (default 1) or a message-length distribution
 //! `dist:...`, and a last field `poisson` spaces bursts by exponential gaps at the same mean rate
-//! (see [`crate::workload`]). Entries for threads that do not exist are ignored with a warning.
+//! (see [`crate::workload`]); a last field `alpha:X` gives the entry's messages α = X under `-alg prio`
+//! (§10; other policies ignore it). Entries for threads that do not exist are ignored with a warning.
 
 use std::path::Path;
 
@@ -50,12 +52,15 @@ pub struct Spec {
     pub lengths: Option<LenDist>,
     /// Equal or exponential gaps between bursts.
     pub gaps: Gaps,
+    /// `alpha:X`: the α every message of this entry carries under `-alg prio` (§10); `None`: the
+    /// policy's default ([`schedlab_policy::DEFAULT_ALPHA`]). Other policies ignore it.
+    pub alpha: Option<f64>,
 }
 
 impl Spec {
     /// The seed's entry: `burst` packets every `burst × pkt_len × 8 / rate`.
     pub fn fixed(duration: Nanos, rate: Bps, pkt_len: u32, burst: u32) -> Spec {
-        Spec { duration, rate, pkt_len, burst, lengths: None, gaps: Gaps::Periodic }
+        Spec { duration, rate, pkt_len, burst, lengths: None, gaps: Gaps::Periodic, alpha: None }
     }
 
     /// Mean packets per burst.
@@ -164,7 +169,7 @@ pub enum Line {
     Empty,
     /// `thread N`, `thread N M`, `thread N *`, `thread all`.
     Thread(Target),
-    /// `DURATION RATE [PKTLEN [BURST|dist:...]] [poisson|periodic]`.
+    /// `DURATION RATE [PKTLEN [BURST|dist:...]] [poisson|periodic] [alpha:X]`.
     Entry(Spec),
 }
 
@@ -215,19 +220,27 @@ pub fn parse_line(fields: &[&str]) -> Result<Line, (String, String)> {
         }
         return Ok(Line::Thread(target));
     }
-    // A last word `poisson`/`periodic` chooses the gaps (field 3 or later).
+    // Last words (field 3 or later, in either order): `poisson`/`periodic` chooses the gaps,
+    // `alpha:X` the α of the entry's messages under `prio`.
     let mut fields = fields.to_vec();
     let mut gaps = Gaps::Periodic;
-    if fields.len() > 2 {
-        if let Some(g) = fields.last().and_then(|w| Gaps::parse(w)) {
+    let mut alpha = None;
+    while fields.len() > 2 {
+        let idx = fields.len();
+        let last = fields[idx - 1];
+        if let (Some(g), false) = (Gaps::parse(last), fields[2..idx - 1].iter().any(|w| Gaps::parse(w).is_some())) {
             gaps = g;
-            fields.pop();
+        } else if let (Some(v), None) = (last.strip_prefix("alpha:"), alpha) {
+            alpha = Some(parse_entry_alpha(v).map_err(|m| err(&format!("field {idx} (alpha)"), m))?);
+        } else {
+            break;
         }
+        fields.pop();
     }
     if fields.len() > 4 {
         return Err(err(
             "field 5",
-            format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST|dist:...]] [poisson]", fields[4]),
+            format!("unexpected '{}': an entry is DURATION RATE [PKTLEN [BURST|dist:...]] [poisson] [alpha:X]", fields[4]),
         ));
     }
     let duration = parse_duration(fields[0], 1_000_000_000).map_err(|e| err("field 1 (duration)", e.to_string()))?;
@@ -255,7 +268,14 @@ pub fn parse_line(fields: &[&str]) -> Result<Line, (String, String)> {
         }
         None => (int(3, "burst", 1, MAX_BURST)?, None),
     };
-    Ok(Line::Entry(Spec { duration, rate, pkt_len, burst, lengths, gaps }))
+    Ok(Line::Entry(Spec { duration, rate, pkt_len, burst, lengths, gaps, alpha }))
+}
+
+/// The value of an entry's `alpha:X` column: a finite α >= 0 in the policy's range.
+fn parse_entry_alpha(v: &str) -> Result<f64, String> {
+    let x: f64 = v.parse().map_err(|_| format!("'alpha:{v}': '{v}' is not a number; write alpha:X with X >= 0, e.g. alpha:5"))?;
+    schedlab_policy::Alpha::new(x).map_err(|e| format!("'alpha:{v}': {e}"))?;
+    Ok(x)
 }
 
 /// Reads and parses a traffic file.
@@ -371,6 +391,25 @@ mod tests {
         assert_eq!(e("1s 1M 1500 4 poisson x\n").field, "field 5");
         assert_eq!(e("1s 1M 1500 4 poison\n").field, "field 5");
         assert_eq!(e("1s poisson\n").field, "field 2 (rate)");
+    }
+
+    #[test]
+    fn the_alpha_column_of_prio() {
+        let t = parse("1s 1M 1500 dist:report poisson alpha:5\n1s 1M 64 2 alpha:0.5 poisson\n1s 1M 64 alpha:3\n1s 1M\n", "f", 1)
+            .unwrap();
+        let p = &t.programs[0];
+        assert_eq!((p[0].alpha, p[0].gaps, p[0].burst), (Some(5.0), Gaps::Poisson, 20));
+        assert_eq!((p[1].alpha, p[1].gaps, p[1].burst), (Some(0.5), Gaps::Poisson, 2));
+        assert_eq!((p[2].alpha, p[2].pkt_len), (Some(3.0), 64));
+        assert_eq!(p[3].alpha, None);
+        let e = |s: &str| parse(s, "a.txt", 1).unwrap_err();
+        let x = e("\n1s 1M 1500 4 poisson alpha:x\n");
+        assert_eq!((x.line, x.field.as_str()), (2, "field 6 (alpha)"));
+        assert!(x.to_string().contains("a.txt:2: field 6 (alpha): 'alpha:x'"), "{x}");
+        assert_eq!(e("1s 1M 1500 alpha:-1\n").field, "field 4 (alpha)");
+        assert_eq!(e("1s 1M 1500 alpha:inf\n").field, "field 4 (alpha)");
+        assert_eq!(e("1s 1M 1500 4 alpha:1 alpha:2\n").field, "field 5");
+        assert_eq!(e("1s 1M 1500 4 poisson poisson\n").field, "field 5");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use schedlab_policy::{Alpha, AlphaSched, FlowWeight, Policy};
 use schedlab_prims::chan::Mechanism;
 use schedlab_prims::locks::LockKind;
-use schedlab_sched::harness::{client_placement, run, Alg, Config, Item, RunResult, TraceEvent};
+use schedlab_sched::harness::{client_placement, message_level, run, Config, Item, PolicySpec, RunResult, TraceEvent};
 use schedlab_sched::traffic::Spec;
 use schedlab_sched::units::{Bps, Nanos};
 
@@ -22,7 +22,7 @@ fn spec(ms: u64, rate: u64, len: u32, burst: u32) -> Spec {
     Spec::fixed(Nanos(ms * 1_000_000), Bps(rate), len, burst)
 }
 
-fn config(programs: Vec<Vec<Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
+fn config(programs: Vec<Vec<Spec>>, alg: PolicySpec, flows: Vec<FlowWeight>) -> Config {
     // Config::new's defaults, with small rings and every packet's timestamps kept.
     Config { queue: 64, ts_limit: 1 << 20, ..Config::new(programs, alg, flows) }
 }
@@ -57,9 +57,9 @@ fn accounting_is_exact_with_tiny_rings_and_more_threads_than_cores() {
     let _serial = serial();
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let threads = cores * 2 + 1;
-    for (queue, alg) in [(1usize, Alg::Fifo), (2, Alg::Rr), (3, Alg::Alpha(Alpha::new(4.0).unwrap())), (5, Alg::Qfq)] {
+    for (queue, alg) in [(1usize, PolicySpec::Fifo), (2, PolicySpec::Drr), (3, PolicySpec::Alpha(4.0)), (5, PolicySpec::Qfq)] {
         let programs = (0..threads).map(|i| vec![spec(150, 50_000_000, 200 + i as u32, 1 + (i % 3) as u32)]).collect();
-        let mut cfg = config(programs, alg, vec![FlowWeight::new(1, 1500); threads]);
+        let mut cfg = config(programs, alg.clone(), vec![FlowWeight::new(1, 1500); threads]);
         cfg.queue = queue;
         cfg.bandwidth = Some(Bps(20_000_000));
         cfg.sched_poll = Nanos(2_000);
@@ -74,14 +74,15 @@ fn accounting_is_exact_with_tiny_rings_and_more_threads_than_cores() {
 #[test]
 fn accounting_is_exact_at_full_speed_with_unlimited_link() {
     let _serial = serial();
-    let mut cfg = config(vec![vec![spec(100, 1_000_000_000_000, 60, 1)]; 2], Alg::Wf2qp, vec![FlowWeight::new(1, 60); 2]);
+    let mut cfg =
+        config(vec![vec![spec(100, 1_000_000_000_000, 60, 1)]; 2], PolicySpec::Wf2qPlus, vec![FlowWeight::new(1, 60); 2]);
     cfg.queue = 256;
     let r = run(&cfg, &AtomicBool::new(false)).unwrap();
     check_accounting(&r);
     assert!(r.clients.iter().map(|c| c.transmitted).sum::<u64>() > 1000);
 }
 
-fn share_of_first(alg: Alg) -> f64 {
+fn share_of_first(alg: PolicySpec) -> f64 {
     // Both clients keep their rings full (200 Mb/s offered each into a 40 Mb/s link).
     let mut cfg =
         config(vec![vec![spec(400, 200_000_000, 1500, 1)]; 2], alg, vec![FlowWeight::new(3, 1500), FlowWeight::new(1, 1500)]);
@@ -99,11 +100,11 @@ fn share_of_first(alg: Alg) -> f64 {
 #[test]
 fn weighted_policies_give_three_to_one_and_fifo_does_not() {
     let _serial = serial();
-    for alg in [Alg::Rr, Alg::Wf2qp, Alg::Qfq] {
-        let s = share_of_first(alg);
+    for alg in [PolicySpec::Drr, PolicySpec::Wf2qPlus, PolicySpec::Qfq] {
+        let s = share_of_first(alg.clone());
         assert!((0.65..=0.85).contains(&s), "{alg:?}: weight-3 client got {s:.3} of the link, want 0.75");
     }
-    let s = share_of_first(Alg::Fifo);
+    let s = share_of_first(PolicySpec::Fifo);
     assert!((0.3..=0.62).contains(&s), "FIFO ignores weights: first client got {s:.3}");
 }
 
@@ -155,8 +156,8 @@ fn alpha_and_sf_order_bursts_as_alphasched_predicts() {
     // Client 0: bursts of 8 packets keeping its ring full; client 1: single packets, sparse.
     let programs = vec![vec![spec(300, 100_000_000, 1500, 8)], vec![spec(300, 1_000_000, 1500, 1)]];
     let mut delays = Vec::new();
-    for alg in [Alg::Sf, Alg::Alpha(Alpha::new(3.0).unwrap()), Alg::Fifo] {
-        let mut cfg = config(programs.clone(), alg, vec![]);
+    for alg in [PolicySpec::ShortestFirst, PolicySpec::Alpha(3.0), PolicySpec::Fifo] {
+        let mut cfg = config(programs.clone(), alg.clone(), vec![]);
         cfg.queue = 64;
         cfg.bandwidth = Some(Bps(20_000_000));
         cfg.sched_poll = Nanos(2_000);
@@ -165,14 +166,14 @@ fn alpha_and_sf_order_bursts_as_alphasched_predicts() {
         let r = run(&cfg, &AtomicBool::new(false)).unwrap();
         check_accounting(&r);
         let trace = r.trace.as_ref().unwrap();
-        match alg {
-            Alg::Sf => replay(trace, AlphaSched::shortest_first()),
-            Alg::Alpha(a) => replay(trace, AlphaSched::with_alpha(a)),
+        match &alg {
+            PolicySpec::ShortestFirst => replay(trace, AlphaSched::shortest_first()),
+            PolicySpec::Alpha(a) => replay(trace, AlphaSched::with_alpha(Alpha::new(*a).unwrap())),
             _ => {}
         }
         // Under alpha and SF messages really are whole bursts; under FIFO every packet is its own.
         let whole = trace.iter().any(|e| matches!(e, TraceEvent::Enqueue { client: 0, packets: 8, .. }));
-        assert_eq!(whole, alg.message_level(), "{alg:?}: {:?}", &trace[..trace.len().min(12)]);
+        assert_eq!(whole, message_level(&alg), "{alg:?}: {:?}", &trace[..trace.len().min(12)]);
         delays.push(overtaken_by(trace, 1));
     }
     // A short message overtakes the long ones under SF (released next), not under FIFO, where it
@@ -186,7 +187,7 @@ fn distributed_mode_lets_clients_schedule_and_stays_exact() {
     let _serial = serial();
     // Sparse traffic: the scheduler thread goes idle, sleeps, and the clients schedule.
     let programs = vec![vec![spec(300, 2_000_000, 500, 1)]; 2];
-    let mut cfg = config(programs, Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+    let mut cfg = config(programs, PolicySpec::Drr, vec![FlowWeight::new(1, 1500); 2]);
     cfg.distributed = true;
     cfg.client_poll = Nanos(1_000);
     let r = run(&cfg, &AtomicBool::new(false)).unwrap();
@@ -201,7 +202,7 @@ fn distributed_mode_lets_clients_schedule_and_stays_exact() {
 #[test]
 fn interruption_stops_early_with_exact_partial_results() {
     let _serial = serial();
-    let mut cfg = config(vec![vec![spec(20_000, 100_000_000, 1500, 1)]; 2], Alg::Fifo, vec![]);
+    let mut cfg = config(vec![vec![spec(20_000, 100_000_000, 1500, 1)]; 2], PolicySpec::Fifo, vec![]);
     cfg.bandwidth = Some(Bps(10_000_000));
     let flag = Arc::new(AtomicBool::new(false));
     let f2 = flag.clone();
@@ -221,7 +222,7 @@ fn interruption_stops_early_with_exact_partial_results() {
 #[test]
 fn duration_cap_and_huge_bandwidth_do_not_overflow() {
     let _serial = serial();
-    let mut cfg = config(vec![vec![spec(10_000, 1_000_000_000, 60, 1)]], Alg::Rr, vec![FlowWeight::new(1, 1500)]);
+    let mut cfg = config(vec![vec![spec(10_000, 1_000_000_000, 60, 1)]], PolicySpec::Drr, vec![FlowWeight::new(1, 1500)]);
     cfg.bandwidth = Some(Bps(10_000_000_000_000)); // 10T
     cfg.duration_cap = Some(Nanos(100_000_000));
     let started = std::time::Instant::now();
@@ -235,7 +236,7 @@ fn duration_cap_and_huge_bandwidth_do_not_overflow() {
 #[test]
 fn fewer_flows_than_clients_is_an_error() {
     let _serial = serial();
-    let cfg = config(vec![vec![spec(10, 1_000_000, 60, 1)]; 3], Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+    let cfg = config(vec![vec![spec(10, 1_000_000, 60, 1)]; 3], PolicySpec::Drr, vec![FlowWeight::new(1, 1500); 2]);
     let e = run(&cfg, &AtomicBool::new(false)).unwrap_err().to_string();
     assert!(e.contains("2 flows") && e.contains("3 clients"), "{e}");
 }
@@ -243,7 +244,7 @@ fn fewer_flows_than_clients_is_an_error() {
 #[test]
 fn long_polling_intervals_do_not_delay_the_end() {
     let _serial = serial();
-    let mut cfg = config(vec![vec![spec(100, 1_000_000, 500, 1)]], Alg::Fifo, vec![]);
+    let mut cfg = config(vec![vec![spec(100, 1_000_000, 500, 1)]], PolicySpec::Fifo, vec![]);
     cfg.sched_poll = Nanos(10_000_000_000);
     cfg.client_poll = Nanos(1_000_000_000);
     let started = std::time::Instant::now();
@@ -258,8 +259,11 @@ fn long_polling_intervals_do_not_delay_the_end() {
 #[test]
 fn timestamps_measure_each_stage_without_clamping() {
     let _serial = serial();
-    for (alg, bw, flows) in [(Alg::Fifo, None, vec![]), (Alg::Rr, Some(200_000_000), vec![FlowWeight::new(1, 1500); 2])] {
-        let mut cfg = config(vec![vec![spec(150, 1_000_000_000_000, 60, 1)], vec![spec(150, 50_000_000, 500, 4)]], alg, flows);
+    for (alg, bw, flows) in
+        [(PolicySpec::Fifo, None, vec![]), (PolicySpec::Drr, Some(200_000_000), vec![FlowWeight::new(1, 1500); 2])]
+    {
+        let mut cfg =
+            config(vec![vec![spec(150, 1_000_000_000_000, 60, 1)], vec![spec(150, 50_000_000, 500, 4)]], alg.clone(), flows);
         cfg.bandwidth = bw.map(Bps);
         cfg.queue = 512;
         let r = run(&cfg, &AtomicBool::new(false)).unwrap();
@@ -286,7 +290,7 @@ fn timestamps_measure_each_stage_without_clamping() {
 #[test]
 fn qmax_drops_are_counted_exactly_and_marked() {
     let _serial = serial();
-    let mut cfg = config(vec![vec![spec(150, 100_000_000, 1500, 1)]; 2], Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+    let mut cfg = config(vec![vec![spec(150, 100_000_000, 1500, 1)]; 2], PolicySpec::Drr, vec![FlowWeight::new(1, 1500); 2]);
     cfg.bandwidth = Some(Bps(10_000_000));
     cfg.queue = 64;
     cfg.qmax = 10;
@@ -320,7 +324,7 @@ fn client_placement_is_honoured_and_reported() {
     assert_eq!(client_placement(3, Some(&[4, 7]), Some(4), &allowed), Some(7), "--client-cpus wins, round robin");
     assert_eq!(client_placement(0, None, None, &allowed), None);
     let last = *allowed.last().unwrap();
-    let mut cfg = config(vec![vec![spec(50, 10_000_000, 500, 1)]; 2], Alg::Fifo, vec![]);
+    let mut cfg = config(vec![vec![spec(50, 10_000_000, 500, 1)]; 2], PolicySpec::Fifo, vec![]);
     cfg.sched_cpu = Some(allowed[0]);
     cfg.client_cpus = Some(vec![last]);
     let r = run(&cfg, &AtomicBool::new(false)).unwrap();
@@ -348,7 +352,7 @@ fn distributed_mode_on_other_primitives_reports_costs() {
         [(LockKind::Ticket, Mechanism::Pipe), (LockKind::Futex, Mechanism::Futex), (LockKind::Ttas, Mechanism::Eventfd)]
     {
         let programs = vec![vec![spec(200, 2_000_000, 500, 1)]; 2];
-        let mut cfg = config(programs, Alg::Rr, vec![FlowWeight::new(1, 1500); 2]);
+        let mut cfg = config(programs, PolicySpec::Drr, vec![FlowWeight::new(1, 1500); 2]);
         cfg.distributed = true;
         cfg.lock = lock;
         cfg.notify = notify;
@@ -367,7 +371,7 @@ fn distributed_mode_on_other_primitives_reports_costs() {
 #[test]
 fn inactive_clients_send_nothing() {
     let _serial = serial();
-    let mut cfg = config(vec![vec![spec(50, 10_000_000, 500, 1)]; 3], Alg::Fifo, vec![]);
+    let mut cfg = config(vec![vec![spec(50, 10_000_000, 500, 1)]; 3], PolicySpec::Fifo, vec![]);
     cfg.active = 1;
     let r = run(&cfg, &AtomicBool::new(false)).unwrap();
     check_accounting(&r);

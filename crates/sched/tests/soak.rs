@@ -9,8 +9,8 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use schedlab_policy::{Alpha, FlowWeight};
-use schedlab_sched::harness::{run, Alg, Config, RunResult};
+use schedlab_policy::FlowWeight;
+use schedlab_sched::harness::{run, Config, PolicySpec, RunResult};
 use schedlab_sched::traffic::Spec;
 use schedlab_sched::units::{Bps, Nanos};
 
@@ -47,7 +47,14 @@ fn check_books(what: &str, r: &RunResult) -> (u64, u64) {
 
 #[test]
 fn many_clients_tiny_rings_every_algorithm_books_balance_and_nothing_leaks() {
-    let algs = [Alg::Fifo, Alg::Rr, Alg::Wf2qp, Alg::Qfq, Alg::Alpha(Alpha::new(10.0).unwrap()), Alg::Sf];
+    let algs = [
+        PolicySpec::Fifo,
+        PolicySpec::Drr,
+        PolicySpec::Wf2qPlus,
+        PolicySpec::Qfq,
+        PolicySpec::Alpha(10.0),
+        PolicySpec::ShortestFirst,
+    ];
     let started = Instant::now();
     let before = resources();
     // Liveness over the whole soak (a loaded machine may starve one run's scheduler thread).
@@ -58,7 +65,7 @@ fn many_clients_tiny_rings_every_algorithm_books_balance_and_nothing_leaks() {
                 .map(|i| vec![Spec::fixed(Nanos(250_000_000), Bps(40_000_000), 100 + 50 * (i as u32 % 20), 1 + (i % 4) as u32)])
                 .collect();
             let flows = (0..CLIENTS).map(|i| FlowWeight::new(1 + (i % 3) as u32, 1500)).collect();
-            let mut cfg = Config::new(programs, alg, flows);
+            let mut cfg = Config::new(programs, alg.clone(), flows);
             cfg.queue = queue;
             cfg.bandwidth = Some(Bps(50_000_000));
             cfg.sched_poll = Nanos(2_000);

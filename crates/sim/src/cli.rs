@@ -18,7 +18,8 @@ use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
 use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
-pub use crate::model::parse_count;
+/// Counts (`--packets 20M`): the front-end kit's one unit parser.
+pub use schedlab_report::units::parse_count;
 use crate::model::{
     check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
     ModelError, Service, Strategy,

@@ -487,23 +487,6 @@ pub fn parse_weights(s: &str) -> Result<Vec<u32>, ModelError> {
     Ok(v)
 }
 
-/// Parses counts like `100000`, `50k`, `20M`, `1G`, `1e8`.
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a count (e.g. 5000000, 50M, 1e8)"))?;
-    let v = v * mul;
-    if !(1.0..1e15).contains(&v) {
-        return Err(format!("'{s}' must be between 1 and 1e15"));
-    }
-    Ok(v.round() as u64)
-}
-
 /// Validates a traffic level in percent.
 pub fn check_traffic(t: f64) -> Result<f64, ModelError> {
     if t.is_finite() && t > 0.0 && t < 100.0 {

@@ -30,6 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use schedlab_report::units::parse_count;
 use schedlab_sim::model::{check_traffic, parse_alpha_classes, parse_strategy, report_defaults, AlphaClass};
 use schedlab_sim::{LengthDist, Strategy};
 use serde::{Deserialize, Serialize};
@@ -168,8 +169,8 @@ fn count(v: &toml::Value) -> Result<u64, String> {
     match v {
         toml::Value::Integer(i) if *i >= 1 => Ok(*i as u64),
         toml::Value::Integer(i) => Err(format!("{i} must be >= 1")),
-        toml::Value::Float(f) => schedlab_sim::cli::parse_count(&f.to_string()),
-        toml::Value::String(s) => schedlab_sim::cli::parse_count(s),
+        toml::Value::Float(f) => parse_count(&f.to_string()).map_err(|e| e.to_string()),
+        toml::Value::String(s) => parse_count(s).map_err(|e| e.to_string()),
         other => Err(format!("a {} is not a count (e.g. 1000000, \"10M\", 1e7)", other.type_str())),
     }
 }

@@ -26,7 +26,8 @@
 //! earns no credit, while a late scheduler pass still catches up with a backlog.
 //!
 //! ## Layout
-//! - [`policy`]: the policy choice (`-alg`) and the policy's payload;
+//! - [`policy`]: the policy choice (`-alg`, a [`PolicySpec`] of the one vocabulary), the policy's
+//!   payload and `prio`'s per-message α;
 //! - [`core`]: the pure scheduler core, with time as a parameter (ring visits, the policy, the
 //!   emulated link, the queue limit, the trace);
 //! - [`threads`]: the run itself: client threads, the scheduler thread, distributed mode's
@@ -39,7 +40,7 @@ pub mod results;
 pub mod threads;
 
 pub use self::core::{Core, SchedCounters, TraceEvent, VISIT};
-pub use self::policy::{Alg, Item};
+pub use self::policy::{alg_error, message_level, EntryAlphas, Item, PolicySpec, WithAlpha};
 pub use self::results::{ClientResult, DistCost, RunResult, SchedView, TsRecord};
 pub use self::threads::{run, CLIENT_SCHED_BUDGET, IDLE_BEFORE_SLEEP, TRYLOCK_SAMPLE};
 
@@ -77,7 +78,8 @@ pub struct Config {
     /// `-D`: how clients wake the sleeping scheduler thread (default the original's eventfd).
     pub notify: Mechanism,
     pub duration_cap: Option<Nanos>,
-    pub alg: Alg,
+    /// The policy (`-alg`), parsed, labelled and built by `schedlab_policy::spec`.
+    pub alg: PolicySpec,
     pub flows: Vec<FlowWeight>,
     /// Scheduler queue limit (`-qmax`, packets inside the policy): at this many packets the
     /// scheduler drops what it takes from the rings until the policy is down to `qmin` (`-qmin`).
@@ -96,7 +98,7 @@ pub struct Config {
 impl Config {
     /// A configuration with the command line's defaults: one program per client, queue 100,
     /// unlimited link, zero polling intervals, no pinning, no queue limit beyond the rings.
-    pub fn new(programs: Vec<Vec<crate::traffic::Spec>>, alg: Alg, flows: Vec<FlowWeight>) -> Config {
+    pub fn new(programs: Vec<Vec<crate::traffic::Spec>>, alg: PolicySpec, flows: Vec<FlowWeight>) -> Config {
         let threads = programs.len();
         Config {
             threads,

@@ -6,14 +6,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedlab_policy::{AnyPolicy, Policy};
+use schedlab_policy::{AnyPolicy, BuildOptions, Policy};
 use schedlab_prims::chan::Notifier;
 use schedlab_prims::locks::TryLock;
 use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
 use schedlab_report::HistRecorder;
 
-use super::{client_placement, ClientResult, Config, Core, DistCost, Item, RunResult, SchedView, TsRecord};
+use super::{
+    client_placement, message_level, ClientResult, Config, Core, DistCost, EntryAlphas, Item, PolicySpec, RunResult, SchedView,
+    TsRecord, WithAlpha,
+};
 use crate::clock::Clock;
 use crate::messages::MessageLog;
 use crate::ring::{channel, Completion, Producer};
@@ -185,19 +188,38 @@ fn spin_until(clock: &Clock, t: u64, y: &mut RtYield, phase: &AtomicU8) {
 /// scheduler's per-packet policy calls are direct and inlined rather than dispatched through
 /// [`AnyPolicy`] at every call.
 pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
-    match cfg.alg.build::<Item>(&cfg.flows) {
-        AnyPolicy::Fifo(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::RoundRobin(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::RoundRobinHead(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::Alpha(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::Track(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::Drr(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::Wf2qPlus(p) => run_with(cfg, interrupt, p),
-        AnyPolicy::Qfq(p) => run_with(cfg, interrupt, p),
+    let opts = BuildOptions::default().flows(&cfg.flows);
+    match cfg.alg.build::<Item>(&opts) {
+        // prio: each message's α comes from its traffic entry (`alpha:X`), found by ring position.
+        AnyPolicy::Alpha(p) if cfg.alg == PolicySpec::Prio => {
+            let entries = Arc::new(EntryAlphas::new(&cfg.traffic.programs));
+            let e = entries.clone();
+            let p = WithAlpha::new(p, move |i: &Item| e.alpha(i.client as usize, i.pos));
+            run_with(cfg, interrupt, p, Some(entries))
+        }
+        p => run_any(cfg, interrupt, p),
     }
 }
 
-fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBool, policy: P) -> anyhow::Result<RunResult> {
+fn run_any(cfg: &Config, interrupt: &AtomicBool, p: AnyPolicy<Item>) -> anyhow::Result<RunResult> {
+    match p {
+        AnyPolicy::Fifo(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::RoundRobin(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::RoundRobinHead(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::Alpha(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::Track(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::Drr(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::Wf2qPlus(p) => run_with(cfg, interrupt, p, None),
+        AnyPolicy::Qfq(p) => run_with(cfg, interrupt, p, None),
+    }
+}
+
+fn run_with<P: Policy<Item> + Send + 'static>(
+    cfg: &Config,
+    interrupt: &AtomicBool,
+    policy: P,
+    entries: Option<Arc<EntryAlphas>>,
+) -> anyhow::Result<RunResult> {
     anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
     anyhow::ensure!(
         (1..=crate::ring::MAX_CAPACITY).contains(&cfg.queue),
@@ -208,7 +230,7 @@ fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBo
         anyhow::bail!("packet length {} exceeds {} bytes", s.pkt_len, crate::ring::MAX_LEN);
     }
     anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
-    if cfg.alg.message_level() {
+    if message_level(&cfg.alg) {
         if let Some((i, s)) = cfg
             .traffic
             .programs
@@ -221,7 +243,7 @@ fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBo
                  message and must fit in the queue; raise -q",
                 s.burst,
                 cfg.queue,
-                cfg.alg.name()
+                cfg.alg
             );
         }
     }
@@ -296,7 +318,8 @@ fn run_with<P: Policy<Item> + Send + 'static>(cfg: &Config, interrupt: &AtomicBo
             program: if active { cfg.traffic.programs[i].clone() } else { Vec::new() },
             active,
             cpu: client_placement(i, cfg.client_cpus.as_deref(), cfg.sched_cpu, &allowed),
-            message_level: cfg.alg.message_level(),
+            message_level: message_level(&cfg.alg),
+            entries: entries.clone(),
             poll: cfg.client_poll.0,
             distributed: cfg.distributed,
             ts_limit: cfg.ts_limit,
@@ -493,6 +516,8 @@ struct ClientCtx {
     active: bool,
     cpu: Option<usize>,
     message_level: bool,
+    /// `prio`: where this client's program entries start in its ring.
+    entries: Option<Arc<EntryAlphas>>,
     poll: u64,
     distributed: bool,
     ts_limit: usize,
@@ -658,8 +683,11 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
     let mut spec_start = start;
     // The measured window: the program (the idle phase after it yields, by design).
     let mut probe = Probe::start(start);
-    'program: for spec in &ctx.program {
+    'program: for (entry, spec) in ctx.program.iter().enumerate() {
         let spec_end = (spec_start + spec.duration.0).min(end);
+        if let Some(e) = &ctx.entries {
+            e.begin(ctx.index, entry, ring.pushed());
+        }
         let gap = spec.gap_ps();
         let mut next_burst_ps = u128::from(spec_start) * 1000;
         if spec.gaps == crate::workload::Gaps::Poisson {
@@ -719,7 +747,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
                 generated += u64::from(want);
                 ring_drops += u64::from(want - fit);
                 if let Some(log) = st.log.as_mut() {
-                    log.generated(ctx.client, want, fit, spec.pkt_len, first_pos, now);
+                    log.generated(ctx.client, want, fit, spec.pkt_len, first_pos, now, entry as u32);
                 }
                 next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
                 did = true;

@@ -93,7 +93,7 @@ impl Lane {
     /// A lane for strategy `s`; `lengths` are the message lengths that can occur (empty when
     /// unknown), and `lean` allows the lean alpha lane where it applies.
     pub(super) fn new(s: &Strategy, cfg: &SimConfig, max_len: u32, lengths: &[u32], lean: bool) -> Lane {
-        let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(10.0);
+        let fallback = cfg.msg_alpha.first().map(|c| c.alpha).unwrap_or(schedlab_policy::DEFAULT_ALPHA);
         // Flow-level policies: one flow per application (weights from `--weights`), unit packets.
         let napps = (cfg.apps.max(1) as usize).max(cfg.weights.len());
         let flows: Vec<FlowWeight> = (0..napps).map(|i| FlowWeight::new(cfg.weights.get(i).copied().unwrap_or(1), 1)).collect();

@@ -28,9 +28,9 @@ impl Warmup {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" | "mser" => Ok(Warmup::Auto),
             "none" | "0" => Ok(Warmup::None),
-            _ => {
-                crate::model::parse_count(s).map(Warmup::Packets).map_err(|e| format!("{e}; or 'auto' (MSER on the batch means)"))
-            }
+            _ => schedlab_report::units::parse_count(s)
+                .map(Warmup::Packets)
+                .map_err(|e| format!("{e}; or 'auto' (MSER on the batch means)")),
         }
     }
 }
