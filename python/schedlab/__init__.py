@@ -11,7 +11,8 @@ without holding the GIL; Ctrl-C stops it and raises ``KeyboardInterrupt``.
 
 Readers turn the other commands' files into DataFrames: :func:`read_sched_json`,
 :func:`read_timestamps`, :func:`read_semtest_json`, :func:`read_echo_bench_json`,
-:func:`read_rdma_share_json`, and :func:`read_table` for sweep outputs (CSV or Parquet).
+:func:`read_rdma_share_json`, and :func:`read_table` for sweep outputs (CSV or Parquet). Kinds with
+a committed JSON Schema are validated first (:func:`validate`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from schedlab.readers import (
     read_semtest_json,
     read_table,
     read_timestamps,
+    validate,
 )
 from schedlab.sweep import Spec, columns, load_spec, simulate, sweep
 
@@ -41,5 +43,6 @@ __all__ = [
     "read_semtest_json",
     "read_echo_bench_json",
     "read_rdma_share_json",
+    "validate",
     "__version__",
 ]

@@ -1,5 +1,9 @@
 """Readers: the files other schedlab commands write, as polars DataFrames.
 
+Result kinds that carry a ``schema`` tag (``"schedlab.echo-bench/1"``) are validated against the
+JSON Schema of that kind and version before they are read (:func:`validate`); the schemas ship
+in the package (``schedlab/schemas/``) and are generated from the Rust result types.
+
 Nested JSON objects are flattened with ``_`` (``delay_us: {p50: ..}`` -> ``delay_us_p50``); lists
 inside a row are left out (they have readers of their own where they matter). Run-level scalars are
 repeated on every row so that frames of several runs can be concatenated and grouped.
@@ -46,6 +50,49 @@ def _load(path: PathLike) -> Any:
         return json.load(f)
 
 
+# Schema name -> (version, file in schedlab/schemas/): the kinds with committed schemas.
+SCHEMAS: dict[str, tuple[int, str]] = {
+    "schedlab.echo-bench": (1, "echo-bench.schema.json"),
+    "schedlab.rdma-share": (1, "rdma-share.schema.json"),
+}
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of result kind ``name`` (``"schedlab.echo-bench"``), as shipped."""
+    if name not in SCHEMAS:
+        raise ValueError(f"no schema for {name!r}; known: {', '.join(sorted(SCHEMAS))}")
+    text = (Path(__file__).parent / "schemas" / SCHEMAS[name][1]).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def validate(doc: Any, name: str, source: PathLike = "<result>") -> Any:
+    """Checks a parsed result against kind ``name``'s schema and returns it.
+
+    A document without a ``schema`` tag (written before results carried one) is checked as
+    version 1. Raises ``ValueError`` naming ``source``, the field's path and what is wrong: another
+    kind, another version, or a field that does not match.
+    """
+    import jsonschema
+
+    version, _ = SCHEMAS[name]
+    if not isinstance(doc, dict):
+        raise ValueError(f"{source}: not a JSON object, so not a {name} result")
+    tag = doc.get("schema", f"{name}/1")
+    kind, _, ver = str(tag).rpartition("/")
+    if kind != name:
+        raise ValueError(f"{source}: `schema` is {tag!r}: not a {name} result")
+    if ver != str(version):
+        raise ValueError(f"{source}: `schema` is {tag!r}: this schedlab reads {name}/{version}")
+    checked = dict(doc, schema=f"{name}/{version}")
+    errors = sorted(jsonschema.Draft202012Validator(schema(name)).iter_errors(checked), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(x) for x in e.absolute_path) or "(top level)"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ValueError(f"{source}: field {where}: {e.message}{more}")
+    return doc
+
+
 def read_table(path: PathLike) -> pl.DataFrame:
     """A ``schedlab sweep`` output (``.parquet`` or ``.csv``) with the sweep table's column types."""
     from schedlab.sweep import _schema
@@ -88,6 +135,7 @@ def read_echo_bench_json(path: PathLike) -> pl.DataFrame:
     d = _load(p)
     if not isinstance(d, dict) or "rows" not in d:
         raise ValueError(f"{p}: not an echo-bench results.json (no 'rows')")
+    validate(d, "schedlab.echo-bench", p)
     common = _scalars(d)
     return _rows(d["rows"], common)
 
@@ -99,6 +147,7 @@ def read_rdma_share_json(path: PathLike, table: Literal["flows", "windows"] = "f
     d = _load(path)
     if not isinstance(d, dict) or "flows" not in d:
         raise ValueError(f"{path}: not a `schedlab rdma share --json` file (no 'flows')")
+    validate(d, "schedlab.rdma-share", path)
     if table not in ("flows", "windows"):
         raise ValueError(f"table {table!r}: use 'flows' or 'windows'")
     common = {"backend": d.get("backend"), "jain_overall": d.get("jain"), "window_us": d.get("window_us")}

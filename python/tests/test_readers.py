@@ -81,3 +81,46 @@ def test_readers_refuse_other_files(tmp_path: Path) -> None:
     bad.write_text("1\t2\t3\n")
     with pytest.raises(ValueError, match="queue-0.txt:1"):
         schedlab.read_timestamps(bad)
+
+
+def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path: Path, root: Path) -> None:
+    """Every kind with a committed schema, written by the real command, validates; the package's
+    copy of each schema is the repository's (schemas/)."""
+    import json
+
+    from schedlab import readers
+
+    for name, (_, file) in readers.SCHEMAS.items():
+        assert readers.schema(name) == json.loads((root / "schemas" / file).read_text()), file
+    head = "# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=3 poll=event\nTask_cnt\tTime(us)\t\tLatency\n"
+    (tmp_path / "a.txt").write_text(head + "1\t\t10.00\t\t9.50\n2\t\t20.00\t\t9.60\n3\t\t30.00\t\t9.70\n")
+    (tmp_path / "b.txt").write_text(head + "1\t\t15.00\t\t14.50\n2\t\t30.00\t\t14.60\n3\t\t45.00\t\t14.70\n")
+    run([schedlab_bin, "rdma", "share", "a.txt", "b.txt", "--json", "r.json"], tmp_path)
+    run(
+        [schedlab_bin, "echo-bench", "--modes", "naive", "--sizes", "1B", "--rounds", "20", "--warmup", "2"]
+        + ["--no-busy-poll", "--peer", "none", "--out", "eb"],
+        tmp_path,
+    )
+    written = {
+        "schedlab.rdma-share": tmp_path / "r.json",
+        "schedlab.echo-bench": tmp_path / "eb" / "results.json",
+    }
+    assert set(written) == set(readers.SCHEMAS), "a kind with a schema has no round trip here"
+    for name, path in written.items():
+        doc = json.loads(path.read_text())
+        assert doc["schema"] == f"{name}/{readers.SCHEMAS[name][0]}"
+        assert schedlab.validate(doc, name, path) is doc
+    assert schedlab.read_rdma_share_json(written["schedlab.rdma-share"]).height == 2
+    assert schedlab.read_echo_bench_json(tmp_path / "eb").height == 1
+
+    share = json.loads(written["schedlab.rdma-share"].read_text())
+    with pytest.raises(ValueError, match="reads schedlab.rdma-share/1"):
+        schedlab.validate(dict(share, schema="schedlab.rdma-share/2"), "schedlab.rdma-share")
+    with pytest.raises(ValueError, match="not a schedlab.echo-bench result"):
+        schedlab.validate(share, "schedlab.echo-bench")
+    broken = dict(share, flows=[dict(share["flows"][0], gbps="fast"), share["flows"][1]])
+    with pytest.raises(ValueError, match="field flows/0/gbps"):
+        schedlab.validate(broken, "schedlab.rdma-share", "broken.json")
+    missing = {k: v for k, v in share.items() if k != "windows"}
+    with pytest.raises(ValueError, match="'windows' is a required property"):
+        schedlab.validate(missing, "schedlab.rdma-share")
