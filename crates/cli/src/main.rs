@@ -29,6 +29,8 @@ Commands:
   rdma        perftest-style RDMA flow benchmark; `rdma share A.txt B.txt` analyses two flows
   sweep       grids of simulations from a TOML spec into one table (resumable, --shard I/N, merge)
   report      one self-contained web page (figures and tables) from any schedlab results
+  vm          run one command in a Linux guest (Debian 6.12 kernel under QEMU, host root read-only)
+  qdisc       a sched traffic file through a Linux qdisc in the guest, beside the model and harness
 ";
 
 fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
@@ -42,6 +44,8 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
         "rdma" => schedlab_rdma::cli::main(args),
         "sweep" => schedlab_sweep::cli::main(args),
         "report" => schedlab_report::page::cli::main(args),
+        "vm" => schedlab_kernel::cli::vm_main(args),
+        "qdisc" => schedlab_kernel::cli::qdisc_main(args),
         other => {
             eprintln!("schedlab: unknown command '{other}'\n\n{USAGE}");
             Ok(exit::USAGE)

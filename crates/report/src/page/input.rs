@@ -27,6 +27,8 @@ pub enum Kind {
     EchoBench,
     /// `schedlab rdma share --json`.
     RdmaShare,
+    /// `schedlab qdisc --json` (the kernel's answer).
+    Qdisc,
 }
 
 impl Kind {
@@ -40,6 +42,7 @@ impl Kind {
             Kind::Prims => "prims",
             Kind::EchoBench => "echo-bench",
             Kind::RdmaShare => "rdma share",
+            Kind::Qdisc => "qdisc",
         }
     }
 }
@@ -106,6 +109,9 @@ pub fn json_kind(v: &Value) -> Result<Kind, String> {
         }
     }
     let has = |k: &str| o.contains_key(k);
+    if super::kernel::is_qdisc(v) {
+        return Ok(Kind::Qdisc);
+    }
     let runs_have = |k: &str| v["runs"].as_array().is_some_and(|r| r.iter().any(|x| x.get(k).is_some()));
     let cmd = o.get("command");
     let cmd_word = cmd.and_then(Value::as_str).or_else(|| cmd.and_then(|c| c.get(1)).and_then(Value::as_str));

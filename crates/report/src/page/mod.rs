@@ -20,6 +20,7 @@ use crate::plot::esc;
 
 pub mod cli;
 pub mod input;
+pub mod kernel;
 pub mod sections;
 
 /// One block of a section.

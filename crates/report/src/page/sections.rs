@@ -213,6 +213,7 @@ pub fn render(input: &Input, kind: Kind) -> Section {
         (Content::Json(v), Kind::Prims) => prims(v, &source),
         (Content::Json(v), Kind::EchoBench) => echo(v, &source),
         (Content::Json(v), Kind::RdmaShare) => rdma_share(v, &source),
+        (Content::Json(v), Kind::Qdisc) => super::kernel::qdisc(v, &source),
         _ => unsupported(input, "the content does not match its kind"),
     }
 }

@@ -1,0 +1,91 @@
+//! CLI tests of `schedlab vm` and `schedlab qdisc`: the one-line reason without QEMU, and the
+//! kernel's shares beside the model's and the harness's in a real guest (skipped, visibly, only
+//! where no guest can run on this machine: exit 77 and its reason).
+
+use std::time::Duration;
+
+use assert_cmd::Command;
+use schedlab_report::skip;
+
+fn bin(timeout_s: u64) -> Command {
+    let mut c = Command::cargo_bin("schedlab").unwrap();
+    c.timeout(Duration::from_secs(timeout_s));
+    c
+}
+
+#[test]
+fn vm_without_qemu_says_so_in_one_line_and_exits_77() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = bin(30).env("PATH", empty.path()).args(["vm", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(77), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no qemu-system-x86_64 on PATH"), "{err}");
+}
+
+#[test]
+fn vm_usage_errors_exit_2() {
+    let out = bin(30).args(["vm", "--timeout", "soon", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--timeout 'soon'"));
+}
+
+#[test]
+fn vm_returns_the_guests_output_and_exit_status() {
+    let out = bin(300).args(["vm", "--timeout", "240", "--", "sh", "-c", "uname -r; exit 5"]).output().unwrap();
+    if out.status.code() == Some(77) {
+        skip!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "stdout {stdout:?} stderr {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("6.12"), "{stdout:?}");
+}
+
+fn qdisc_shares(alg: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let traffic = dir.path().join("two.txt");
+    // Two clients offering 10 Mb/s each into a 5 Mb/s bottleneck: both stay backlogged.
+    std::fs::write(&traffic, "thread all\n4s 10M 1500 1\n").unwrap();
+    let json = dir.path().join("q.json");
+    let out = bin(400)
+        .args(["qdisc", "-t", "2", "-f"])
+        .arg(&traffic)
+        .args(["-b", "5M", "--json"])
+        .arg(&json)
+        .args(["--", "-flowsets", "100:1500:1,1:1500:16", "-alg", alg])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(77) {
+        skip!("{}", stderr.trim());
+    }
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "schedlab.qdisc/1");
+    assert_eq!(v["kernel"]["saturated"], true, "{stdout}");
+    assert_eq!(v["agree"], true, "{stdout}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 17);
+    // Flow 0 (weight 100) against flow 1 (weight 1): the kernel gives about 100/101.
+    let k0 = rows[0]["kernel"].as_f64().unwrap();
+    assert!((k0 - 100.0 / 101.0).abs() < 0.05, "{stdout}");
+    for r in &rows[..2] {
+        assert_eq!(r["kernel_backlogged"], true, "{stdout}");
+        for other in ["model", "harness"] {
+            let o = r[other].as_f64().unwrap_or_else(|| panic!("no {other} share: {stdout}"));
+            assert!((o - r["kernel"].as_f64().unwrap()).abs() <= 0.05, "{stdout}");
+        }
+    }
+    println!("{stdout}");
+}
+
+#[test]
+fn qdisc_drr_shares_agree_with_the_model_and_the_harness() {
+    qdisc_shares("drr");
+}
+
+#[test]
+fn qdisc_qfq_shares_agree_with_the_model_and_the_harness() {
+    qdisc_shares("qfq");
+}
