@@ -101,6 +101,7 @@ def _spec_text(
     replications: Optional[int],
     service: Union[str, Sequence[str]],
     options: Mapping[str, Any],
+    workload: Union[str, Sequence[str], None] = None,
 ) -> str:
     lines = [f"traffic = {_toml([float(t) for t in _as_list(traffic)])}"]
     if strategies is not None:
@@ -114,7 +115,12 @@ def _spec_text(
         lines.append(f"seeds = {_toml([int(s) for s in _as_list(seed)])}")
     lines.append(f"service = {_toml(_as_list(service))}")
     dists: dict[str, Any]
-    if isinstance(lengths, str) and lengths == "report":
+    if workload is not None:
+        if not (isinstance(lengths, str) and lengths == "report"):
+            raise ValueError("give either workload= (named workloads) or lengths=, not both")
+        dists = {}
+        lines.append(f"lengths = {_toml([str(w) for w in _as_list(workload)])}")
+    elif isinstance(lengths, str) and lengths == "report":
         dists = {}
         lines.append('lengths = ["report"]')
     elif isinstance(lengths, Mapping):
@@ -149,6 +155,7 @@ def simulate(
     service: Union[str, Sequence[str]] = "report",
     workers: Optional[int] = None,
     backend: Literal["local", "ray"] = "local",
+    workload: Union[str, Sequence[str], None] = None,
     **options: Any,
 ) -> pl.DataFrame:
     """Simulates the report's model and returns the sweep table as a polars DataFrame.
@@ -160,6 +167,10 @@ def simulate(
             the report's 13. All run in lock step on one sample path per cell.
         lengths: ``"report"``, a file of ``LOW HIGH PERCENT`` lines, ``[(low, high, pct), ...]``,
             or a dict naming several distributions (an axis).
+        workload: a named workload (``"w3"``, ``"pfabric-datamining"``; ``"w4:interp"`` or
+            ``"w2:step:1442"`` to set the reading and bytes per packet), or a list (an axis),
+            instead of ``lengths``; ``schedlab workloads`` lists them. Rows of a workload are
+            per size bucket: ``len_pkts`` is the bucket's longest length.
         packets: arrival packets per cell (``1_000_000``, ``"10M"``), or a list (an axis).
         seed: the seed, or a list of seeds (an axis); with ``replications``, the first seed.
         replications: independent runs with seeds ``seed, seed + 1, ...``.
@@ -172,7 +183,7 @@ def simulate(
         ValueError: a bad argument, named as the spec key it becomes.
         KeyboardInterrupt: Ctrl-C; the running cells are stopped.
     """
-    text = _spec_text(traffic, strategies, lengths, packets, seed, replications, service, options)
+    text = _spec_text(traffic, strategies, lengths, packets, seed, replications, service, options, workload)
     spec = load_spec("<simulate>", text=text)
     return run_spec(spec, backend=backend, workers=workers)
 

@@ -15,6 +15,7 @@ Usage: schedlab <COMMAND> [ARGS...]        (schedlab <COMMAND> --help for each)
 
 Commands:
   sim         discrete-event simulator of message scheduling (alpha scheduling report)
+  workloads   the named message-size workloads (W1-W5, pFabric) with sources and means
   bench       simulator throughput benchmark (arrival packets per second, one core)
   sched       real multi-threaded scheduler harness (client rings, one scheduler, emulated link)
   predict     one workload through the harness and the simulator: measured vs predicted latency
@@ -35,7 +36,7 @@ Commands:
 
 fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
     match cmd {
-        "sim" | "bench" => schedlab_sim::cli::main(args),
+        "sim" | "bench" | "workloads" => schedlab_sim::cli::main(args),
         "sched" => schedlab_sched::cli::main(args),
         "predict" => schedlab_predict::cli::main(args),
         "trylock" | "notify" | "semtest" => schedlab_prims::cli::main(args),

@@ -59,6 +59,18 @@ struct SimArgs {
     /// Length distribution file: lines `LOW HIGH PERCENT`
     #[arg(long = "dist", conflicts_with = "mesdis")]
     dist: Option<PathBuf>,
+    /// A named workload for the message lengths (w1..w5, pfabric-websearch, pfabric-datamining,
+    /// w1-sampled; `schedlab workloads` lists them with their sources and means)
+    #[arg(long = "workload", value_name = "NAME", conflicts_with_all = ["mesdis", "dist", "trace"])]
+    workload: Option<String>,
+    /// With --workload: read the CDF as a step function (`step`) or linearly interpolated
+    /// (`interp`) [default: the source's own rule: step for W1-W5, interp for pFabric]
+    #[arg(long = "reading", value_name = "step|interp", requires = "workload")]
+    reading: Option<String>,
+    /// With --workload: payload bytes per packet that cut a byte table (W1-W4) into packets
+    /// (ceil) [default: 1460, the MSS of a 1500-byte MTU]
+    #[arg(long = "bytes-per-packet", value_name = "BYTES", requires = "workload")]
+    bytes_per_packet: Option<u64>,
     /// Arrival trace file: lines `TIME LENGTH [APP]`; runs until every message is delivered
     #[arg(long = "trace", conflicts_with_all = ["traffic", "closed"])]
     trace: Option<PathBuf>,
@@ -266,6 +278,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     if cmd == "bench" {
         return bench_main(args);
     }
+    if cmd == "workloads" {
+        return workloads_main(&args);
+    }
     match parse_sim_args(&args) {
         Ok(p) => sim_main(p),
         Err(SimArgsError::Usage(e)) => {
@@ -295,7 +310,9 @@ pub fn parse_args(args: Vec<OsString>) -> Result<Vec<SimConfig>> {
 }
 
 fn build_configs(a: &SimArgs, notes: &mut Vec<String>) -> Result<Vec<SimConfig>> {
-    let dist = if let Some(p) = &a.dist {
+    let dist = if let Some(w) = &a.workload {
+        LengthDist::workload(w, a.reading.as_deref(), a.bytes_per_packet)?
+    } else if let Some(p) = &a.dist {
         LengthDist::from_file(p)?
     } else if a.mesdis.is_empty() {
         LengthDist::report_default()
@@ -524,6 +541,9 @@ fn sim_main(p: SimPlan) -> Result<i32> {
             s => format!("; service {}", s.name()),
         },
     ));
+    if let Some(w) = &levels[0].dist.workload {
+        out.push_str(&format!("# {w}\n"));
+    }
     for (k, r) in shown.iter().enumerate() {
         out.push('\n');
         if nrep > 1 {
@@ -724,6 +744,68 @@ fn bench_main(args: Vec<OsString>) -> Result<i32> {
         let doc = serde_json::json!({"command": "bench", "machine": MachineInfo::collect(), "thread": got, "result": rs[0], "results": rs});
         write_json(p, &doc)?;
     }
+    Ok(0)
+}
+
+/// `schedlab workloads [NAME]`: the named workloads with their provenance and means, or one
+/// workload's table header (its source, units, means and caveats) and packet means.
+fn workloads_main(args: &[OsString]) -> Result<i32> {
+    use schedlab_workload::{all, named, Reading, DEFAULT_BYTES_PER_PACKET};
+    let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if rest.iter().any(|a| a == "-h" || a == "--help") {
+        println!(
+            "List the named message-size workloads with their sources and means\n\nUsage: schedlab workloads [NAME]\n\n\
+             With NAME, print that table's header (source, commit, units, caveats) and its packet means."
+        );
+        return Ok(0);
+    }
+    let mut out = String::new();
+    match rest.as_slice() {
+        [] => {
+            out.push_str(&format!(
+                "{:<19} {:<7} {:>6} {:>6} {:>13} {:>13} {:>10} {:>10}  {:<22} source @ commit\n",
+                "name", "unit", "points", "rule", "step mean", "interp mean", "step pkts", "interp pkts", "checksum"
+            ));
+            for w in all() {
+                let m = |r| w.mean(r);
+                let p = |r| w.packet_mean(r, DEFAULT_BYTES_PER_PACKET);
+                out.push_str(&format!(
+                    "{:<19} {:<7} {:>6} {:>6} {:>13.4} {:>13.4} {:>10.4} {:>10.4}  {:<22} {}/{} @ {}\n",
+                    w.name,
+                    w.unit.name(),
+                    w.points(),
+                    w.default_reading.name(),
+                    m(Reading::Step),
+                    m(Reading::Interpolated),
+                    p(Reading::Step),
+                    p(Reading::Interpolated),
+                    w.checksum_hex(),
+                    w.provenance.repository,
+                    w.provenance.path,
+                    &w.provenance.commit[..12.min(w.provenance.commit.len())]
+                ));
+            }
+            out.push_str(&format!(
+                "(packets: {DEFAULT_BYTES_PER_PACKET} payload bytes per packet for byte tables, --bytes-per-packet to change; \
+                 rule: the source's own reading, --reading to change; W1 includes its analytic tail)\n"
+            ));
+        }
+        [name] => {
+            let w = named(name)?;
+            out.push_str(w.text.lines().take_while(|l| l.starts_with('#')).collect::<Vec<_>>().join("\n").as_str());
+            out.push_str(&format!(
+                "\n\n{}: {}; {} points; checksum {}\nmean packets at {DEFAULT_BYTES_PER_PACKET} B/packet: step {:.4}, interp {:.4}\n",
+                w.name,
+                w.title,
+                w.points(),
+                w.checksum_hex(),
+                w.packet_mean(Reading::Step, DEFAULT_BYTES_PER_PACKET),
+                w.packet_mean(Reading::Interpolated, DEFAULT_BYTES_PER_PACKET)
+            ));
+        }
+        _ => bail!("schedlab workloads takes at most one NAME (got {})", rest.join(" ")),
+    }
+    print!("{out}");
     Ok(0)
 }
 

@@ -35,8 +35,10 @@ pub enum ModelError {
     Other(String),
 }
 
-/// Longest message length accepted (statistics are kept per length).
-pub const MAX_LEN: u32 = 100_000;
+/// Longest message length accepted, in packets: YAPS's cap (pFabric data mining reaches
+/// 666,667). Statistics are kept per length only when lengths are few (see
+/// `engine::statistics::Keys`), so no array is sized by it.
+pub const MAX_LEN: u32 = 2_500_000;
 
 /// One component of a length distribution: uniform integer in `low..=high` with probability `frac`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -46,13 +48,55 @@ pub struct LenRange {
     pub frac: f64,
 }
 
-/// A message-length distribution: a mixture of uniform integer ranges (the listing's `-m`).
+/// A message-length distribution: a mixture of uniform integer ranges (the listing's `-m`, a
+/// `--dist` file, or a named workload's exact packet distribution).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LengthDist {
     pub ranges: Vec<LenRange>,
     /// Cumulative probabilities, same order as `ranges`.
     #[serde(skip)]
     cum: Vec<f64>,
+    /// The named workload this distribution was read from, with how it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadInfo>,
+}
+
+/// What a result records about the named workload it ran (`--workload`): name, reading, bytes
+/// per packet, the table's checksum, its source and commit, and its means.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WorkloadInfo {
+    pub name: String,
+    /// `step` or `interp`.
+    pub reading: String,
+    /// Payload bytes per packet (byte tables only).
+    pub bytes_per_packet: Option<u32>,
+    pub checksum: String,
+    pub source: String,
+    pub commit: String,
+    /// The table's unit (`bytes` or `packets`) and its mean in that unit under the reading.
+    pub unit: String,
+    pub mean_size: f64,
+    /// Mean length in packets.
+    pub mean_packets: f64,
+}
+
+impl std::fmt::Display for WorkloadInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "workload {} ({} CDF", self.name, self.reading)?;
+        if let Some(b) = self.bytes_per_packet {
+            write!(f, ", {b} B/packet")?;
+        }
+        write!(
+            f,
+            ", mean {} {} = {:.4} packets; {}; {} @ {})",
+            crate::output::fmt_g((self.mean_size * 1e4).round() / 1e4),
+            self.unit,
+            self.mean_packets,
+            self.checksum,
+            self.source,
+            self.commit
+        )
+    }
 }
 
 impl LengthDist {
@@ -84,6 +128,10 @@ impl LengthDist {
         if (sum - 100.0).abs() > 1e-6 {
             return Err(ModelError::PercentSum(sum));
         }
+        Ok(Self::from_ranges(ranges))
+    }
+
+    fn from_ranges(ranges: Vec<LenRange>) -> Self {
         let mut acc = 0.0;
         let cum = ranges
             .iter()
@@ -92,7 +140,42 @@ impl LengthDist {
                 acc
             })
             .collect();
-        Ok(LengthDist { ranges, cum })
+        LengthDist { ranges, cum, workload: None }
+    }
+
+    /// The named workload `name` (see `schedlab workloads`) read with `reading` (`None`: the
+    /// source's own rule) and, for byte tables, `bytes_per_packet` payload bytes per packet.
+    pub fn workload(name: &str, reading: Option<&str>, bytes_per_packet: Option<u64>) -> Result<Self, ModelError> {
+        use schedlab_workload as wl;
+        let w = wl::named(name).map_err(|e| ModelError::Other(format!("--workload: {e}")))?;
+        let reading = match reading {
+            Some(r) => wl::Reading::parse(r).map_err(|e| ModelError::Other(format!("--reading: {e}")))?,
+            None => w.default_reading,
+        };
+        let bpp = match bytes_per_packet {
+            Some(b) => wl::check_bytes_per_packet(b).map_err(|e| ModelError::Other(format!("--bytes-per-packet: {e}")))?,
+            None => wl::DEFAULT_BYTES_PER_PACKET,
+        };
+        let parts = w.packet_ranges(reading, bpp);
+        if let Some(r) = parts.iter().find(|r| r.high > MAX_LEN) {
+            return Err(ModelError::TooLong { got: i64::from(r.high), max: MAX_LEN });
+        }
+        let total: f64 = parts.iter().map(|r| r.prob).sum();
+        let ranges = parts.iter().map(|r| LenRange { low: r.low, high: r.high, frac: r.prob / total }).collect();
+        let mut d = Self::from_ranges(ranges);
+        let tag = w.tag(reading, bpp);
+        d.workload = Some(WorkloadInfo {
+            name: tag.name,
+            reading: reading.name().into(),
+            bytes_per_packet: tag.bytes_per_packet,
+            checksum: tag.checksum,
+            source: tag.source,
+            commit: tag.commit,
+            unit: w.unit.name().into(),
+            mean_size: w.mean(reading),
+            mean_packets: d.mean(),
+        });
+        Ok(d)
     }
 
     /// Reads `LOW HIGH PERCENT` lines (`#` comments, blank lines ignored).
@@ -140,6 +223,47 @@ impl LengthDist {
         self.ranges.iter().map(|r| r.high).max().unwrap_or(1)
     }
 
+    /// P(length ≤ `len`).
+    pub fn cdf(&self, len: u32) -> f64 {
+        self.ranges
+            .iter()
+            .map(|r| {
+                if len < r.low {
+                    0.0
+                } else if len >= r.high {
+                    r.frac
+                } else {
+                    r.frac * f64::from(len - r.low + 1) / f64::from(r.high - r.low + 1)
+                }
+            })
+            .sum::<f64>()
+            .min(1.0)
+    }
+
+    /// The smallest length whose [`LengthDist::cdf`] reaches `q` (to 1e-12).
+    pub fn quantile(&self, q: f64) -> u32 {
+        let (mut lo, mut hi) = (1u32, self.max_len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.cdf(mid) >= q - 1e-12 {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// Lengths that can occur, increasing, or `None` when there are more than `limit`.
+    pub fn support_upto(&self, limit: usize) -> Option<Vec<u32>> {
+        let total: u64 = self.ranges.iter().map(|r| u64::from(r.high - r.low) + 1).sum();
+        if total > (limit as u64).saturating_mul(4) {
+            return None;
+        }
+        let s = self.support();
+        (s.len() <= limit).then_some(s)
+    }
+
     /// Lengths that can occur, increasing.
     pub fn support(&self) -> Vec<u32> {
         let mut v: Vec<u32> = self.ranges.iter().flat_map(|r| r.low..=r.high).collect();
@@ -152,8 +276,13 @@ impl LengthDist {
     #[inline]
     pub fn sample(&self, u: f64) -> u32 {
         let mut i = 0;
-        while i + 1 < self.cum.len() && u >= self.cum[i] {
-            i += 1;
+        if self.cum.len() > 8 {
+            // Many ranges (a named workload): the same index, by bisection.
+            i = self.cum[..self.cum.len() - 1].partition_point(|&c| u >= c);
+        } else {
+            while i + 1 < self.cum.len() && u >= self.cum[i] {
+                i += 1;
+            }
         }
         let r = &self.ranges[i];
         if r.low == r.high {

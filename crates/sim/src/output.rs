@@ -12,6 +12,58 @@ fn lengths(r: &RunResult) -> Vec<u32> {
     v
 }
 
+/// True when the run kept statistics per size bucket (a column `len` is then the bucket of
+/// lengths up to `len`, written `≤len`).
+fn bucketed(r: &RunResult) -> bool {
+    r.strategies.iter().flat_map(|s| s.by_len.iter()).any(|l| l.bucket.is_some())
+}
+
+/// A column's length label: `20`, or `≤20` for a size bucket.
+fn col(r: &RunResult, len: u32) -> String {
+    if bucketed(r) {
+        format!("≤{len}")
+    } else {
+        len.to_string()
+    }
+}
+
+/// Per size bucket and strategy: the bucket's lengths and size percentiles, count, latency mean,
+/// p50, p99, and slowdown mean, p50, p99 (slowdown = (latency + 1) / length). Empty when the run
+/// kept statistics per length.
+pub fn bucket_table(r: &RunResult) -> String {
+    if !bucketed(r) {
+        return String::new();
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nPer size bucket (buckets by size percentile; slowdown = (latency + 1) / length, 1 = sent at once), traffic {}%:",
+        fmt_g(r.traffic_pct)
+    );
+    let _ = writeln!(s, "α\tpercentiles\tlengths\tcount\tlat_mean\tlat_p50\tlat_p99\tsd_mean\tsd_p50\tsd_p99");
+    for st in &r.strategies {
+        for l in st.by_len.iter().chain(std::iter::once(&st.overall)) {
+            let (pct, lens) = match l.bucket {
+                Some(b) => (format!("{:.1}-{:.1}", 100.0 * b.pct_low, 100.0 * b.pct_high), format!("{}-{}", b.low, b.high)),
+                None => ("all".into(), "all".into()),
+            };
+            let _ = writeln!(
+                s,
+                "{}\t{pct}\t{lens}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                st.label,
+                l.count,
+                sig(l.mean_tu),
+                sig(l.p50_tu),
+                sig(l.p99_tu),
+                sig(l.slowdown_mean),
+                sig(l.slowdown_p50),
+                sig(l.slowdown_p99)
+            );
+        }
+    }
+    s
+}
+
 fn mean_for(s: &StrategyResult, len: u32) -> Option<f64> {
     s.by_len.iter().find(|l| l.len == len).map(|l| l.mean_tu)
 }
@@ -23,7 +75,7 @@ pub fn raw_table(r: &RunResult) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Traffic = {}%; packets = {}.", fmt_g(r.traffic_pct), thousands(r.packets_in));
     let mut head = vec!["α".to_string(), "qlen".into()];
-    head.extend(lens.iter().map(|l| format!("lat{l}")));
+    head.extend(lens.iter().map(|&l| format!("lat{}", col(r, l))));
     head.push("avlat".into());
     let _ = writeln!(s, "{}", head.join("\t"));
     for st in &r.strategies {
@@ -43,7 +95,7 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
     let mut s = String::new();
     let cols = |prefix: &str| {
         let mut h = vec!["α".to_string()];
-        h.extend(lens.iter().map(|l| format!("{prefix}{l}")));
+        h.extend(lens.iter().map(|&l| format!("{prefix}{}", col(r, l))));
         h.push(format!("{prefix}all"));
         h.join("\t")
     };
@@ -104,6 +156,7 @@ pub fn extra_tables(r: &RunResult, batches: u32) -> String {
             let _ = writeln!(s, "{}\t{}", st.label, cells.join("\t"));
         }
     }
+    s.push_str(&bucket_table(r));
     s.push_str(&crate::questions::class_len_table(r));
     s.push_str(&crate::questions::reorder_table(r));
     s.push_str(&crate::questions::alpha_chosen_table(r));

@@ -20,6 +20,10 @@ fn merge_lat(len: u32, xs: &[&LatStats]) -> LatStats {
         p50_tu: m(|x| x.p50_tu),
         p99_tu: m(|x| x.p99_tu),
         max_tu: xs.iter().map(|x| x.max_tu).fold(f64::NEG_INFINITY, f64::max),
+        bucket: xs.first().and_then(|x| x.bucket),
+        slowdown_mean: m(|x| x.slowdown_mean),
+        slowdown_p50: m(|x| x.slowdown_p50),
+        slowdown_p99: m(|x| x.slowdown_p99),
         batch_means: Vec::new(),
     }
 }
@@ -49,7 +53,7 @@ pub fn merge(reps: &[RunResult]) -> RunResult {
             let by_class = (0..s0.by_class.len())
                 .map(|c| merge_lat(c as u32, &all.iter().filter_map(|s| s.by_class.get(c)).collect::<Vec<_>>()))
                 .collect();
-            let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
+            let periods: Vec<f64> = by_len.iter().map(|s| s.slowdown_mean).collect();
             StrategyResult {
                 label: s0.label.clone(),
                 listing_alpha: s0.listing_alpha,
@@ -87,6 +91,7 @@ pub fn merge(reps: &[RunResult]) -> RunResult {
         closed_apps: first.closed_apps,
         apps: first.apps,
         in_order: first.in_order,
+        workload: first.workload.clone(),
     }
 }
 

@@ -17,7 +17,77 @@
 //!   messages W_b + (E[X]−1)·E[S].
 //!
 //! `qlen` is the same for every work-conserving strategy in lock step, so L_q applies to every
-//! row; the latencies are FIFO's.
+//! row; the latencies above are FIFO's. [`SizeBased`] adds round robin and shortest-first.
+//!
+//! ## Round robin against processor sharing
+//!
+//! Under processor sharing (PS) a job of work x spends E[T(x)] = x/(1−ρ) in the system, for any
+//! size distribution. RR serves one packet per message per round, so it is PS with a quantum
+//! of one packet, and two things differ at that granularity:
+//! - a message's latency ends when its last packet *starts*, and
+//! - a message arriving waits first for the packet in service (its residual, mean
+//!   R = E[S²]/(2E[S]), not a share of it) and then for one packet of each message present
+//!   (it joins the round behind them, and behind the message in service, which went back into
+//!   the round when its packet started), before its own first packet.
+//!
+//! So E[lat_RR(k)] = W₁ + (k−1)·E[S]/(1−ρ): after its first packet each further packet costs the
+//! PS rate, E[S]/(1−ρ). The first-packet wait is W₁ = ρR + (E[N] − λE[S])·E[S]: every message
+//! present sends one more packet first, except the one in service when that packet is its last
+//! (probability λE[S], the rate of last packets times their service). E[N], the mean number of
+//! messages present, follows from Little's law on the time in system, E[N] = λ(W₁ + a),
+//! a = E[S] + (E[X]−1)E[S]/(1−ρ) (λ messages per time unit). Solving,
+//!
+//!   W₁ = (ρR − λE[S]² + λE[S]·a) / (1 − λE[S]).
+//!
+//! Checks: with one-packet messages RR is FIFO and W₁ = ρR/(1−ρ), the M/G/1 wait; for long
+//! messages (λ → 0 at fixed ρ) W₁ → ρR + ρ/(1−ρ)·E[S], PS's ρ/(1−ρ) jobs present plus the
+//! residual packet. What this leaves out: E[N] of RR is not PS's when most messages are one or
+//! two packets (PS's E[T(x)] = x/(1−ρ) rests on sharing being fine-grained relative to the
+//! jobs), and the slope 1/(1−ρ) overstates RR's there. Measured (docs/workloads.md): within the
+//! confidence interval on W4 (88 packets on average) at 50% and 80%, not on W2 (1.12 packets
+//! on average), where RR's small messages are 4-25% below it.
+//!
+//! ## Shortest-first against Schrage and Miller's SRPT
+//!
+//! SF sends the message with the fewest unsent packets, preempting only between packets, ties
+//! to the older message. For continuous sizes SRPT gives (Schrage and Miller, 1966)
+//!
+//!   E[T(x)] = λ·m₂(x) / (2(1−ρ(x))²) + ∫₀ˣ dt/(1−ρ(t)),
+//!   ρ(x) = λ∫₀ˣ t dF(t),  m₂(x) = ∫₀ˣ t² dF(t) + x²(1−F(x)).
+//!
+//! At packet granularity, for a message of k packets (work B_L = S₁+…+S_L, so
+//! E[B_L²] = L·Var(S) + L²E[S]²):
+//! - **Atoms.** The tables are discrete, so many jobs have exactly the tagged size. Those
+//!   already present when it arrives go first (they are older), those arriving later do not
+//!   (ties go to the older message). So the work found uses "≤ k" and the dilation by later
+//!   arrivals uses "< k": the waiting term is λm₂(k) / (2(1−ρ_≤k)(1−ρ_<k)), as for a class of
+//!   a preemptive priority queue (Cobham), where the continuous formula squares one (1−ρ(x)).
+//!   Taken naively (both "≤ k") it charges the tagged message for its own size class's later
+//!   arrivals, which matters when one atom carries much load (pFabric web search's 20,000-packet
+//!   class).
+//!   Here ρ_≤k = λ Σ_{L≤k} p(L)·L·E[S] and m₂(k) = Σ_{L≤k} p(L)E[B_L²] + P(X>k)E[B_k²].
+//! - **Non-preemptive packets.** A packet in service is not interrupted: a packet of a message
+//!   whose remaining length stays ≥ k, which SRPT would have preempted, delays the tagged
+//!   message by its residual R. Such packets carry the load ρ_big(k) = λ Σ_{L>k} p(L)(L−k)E[S],
+//!   so ρ_big·R joins the residual work found.
+//! - **Residence.** After its first packet starts, each of its next k−1 packets waits out one
+//!   service and the arrivals shorter than its remaining length: with m packets left after a
+//!   start, arrivals of fewer than m packets preempt, so the step costs E[S]/(1−ρ_<m). The last
+//!   packet's own service is not part of the latency: the sum runs over m = k−1, …, 1.
+//!
+//!   E[lat_SF(k)] = (λm₂(k)/2 + ρ_big(k)·R) / ((1−ρ_≤k)(1−ρ_<k)) + Σ_{m=1}^{k−1} E[S]/(1−ρ_<m).
+//!
+//!   (The found residual, relevant or not, is divided by (1−ρ_≤k) as in Cobham's formula: work
+//!   of size ≤ k queues up behind a packet that cannot be preempted.)
+//!
+//! Checks: with one-packet messages SF is FIFO and this is the M/G/1 wait, ρR/(1−ρ). Measured
+//! (docs/workloads.md): within the confidence interval or 2% on W4 at 50% and 80% and on W2's
+//! messages of three packets or more; W2's one- and two-packet messages are a few percent above
+//! it (the gap is not explained here).
+//!
+//! Per size bucket, each formula is averaged over the bucket's lengths with their
+//! probabilities; all three are evaluated in one pass over the lengths (no table sized by the
+//! longest message is kept).
 
 use serde::Serialize;
 
@@ -119,6 +189,108 @@ impl MxG1 {
     }
 }
 
+/// Mean latencies by length under FIFO, RR and SF from the closed forms of the module doc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Analytic {
+    pub fifo: f64,
+    pub rr: f64,
+    pub sf: f64,
+}
+
+/// Size-based theory for one length distribution, service model and load.
+#[derive(Clone, Debug)]
+pub struct SizeBased<'a> {
+    pub q: MxG1,
+    dist: &'a LengthDist,
+}
+
+impl<'a> SizeBased<'a> {
+    /// `None` unless 0 < ρ < 1.
+    pub fn new(dist: &'a LengthDist, service: Service, traffic_pct: f64) -> Option<Self> {
+        Some(SizeBased { q: MxG1::new(dist, service, traffic_pct)?, dist })
+    }
+
+    /// RR's first-packet wait W₁ (module doc).
+    pub fn rr_first_wait(&self) -> f64 {
+        let q = &self.q;
+        let lambda = q.rho / (q.ex * q.es);
+        let r = q.es2 / (2.0 * q.es);
+        let a = q.es + (q.ex - 1.0) * q.es / (1.0 - q.rho);
+        (q.rho * r - lambda * q.es * q.es + lambda * q.es * a) / (1.0 - lambda * q.es)
+    }
+
+    /// The probability-weighted mean of each formula over the lengths of each group
+    /// `(low, high)` (disjoint, increasing), and over all lengths; a group without mass gets NaN.
+    pub fn by_groups(&self, groups: &[(u32, u32)]) -> (Vec<Analytic>, Analytic) {
+        let q = &self.q;
+        let (es, es2) = (q.es, q.es2);
+        let var_s = es2 - es * es;
+        let r = es2 / (2.0 * es);
+        let lambda = q.rho / (q.ex * es);
+        let wb = q.batch_wait();
+        let w1 = self.rr_first_wait();
+        // Density changes at range edges: a sweep over the lengths holds p(L).
+        let mut edges: Vec<(u32, f64)> = Vec::with_capacity(2 * self.dist.ranges.len());
+        for rg in &self.dist.ranges {
+            let d = rg.frac / f64::from(rg.high - rg.low + 1);
+            edges.push((rg.low, d));
+            edges.push((rg.high + 1, -d));
+        }
+        edges.sort_by_key(|e| e.0);
+        let max = self.dist.max_len();
+        let mut sums = vec![(0.0, Analytic::default()); groups.len()];
+        let mut all = (0.0, Analytic::default());
+        let (mut dens, mut e, mut g) = (0.0f64, 0usize, 0usize);
+        let (mut below, mut s1, mut s2, mut resid) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for len in 1..=max {
+            while e < edges.len() && edges[e].0 <= len {
+                dens += edges[e].1;
+                e += 1;
+            }
+            let p = dens.max(0.0);
+            let l = f64::from(len);
+            let work2 = l * var_s + l * l * es * es;
+            let rho_lt = lambda * s1;
+            let rho_le = lambda * (s1 + p * l * es);
+            let above = (1.0 - below - p).max(0.0);
+            if p > 0.0 {
+                let m2 = s2 + p * work2 + above * work2;
+                let big = (q.rho - rho_le - lambda * l * es * above).max(0.0);
+                let a = Analytic {
+                    fifo: wb + (l - 1.0) * es,
+                    rr: w1 + (l - 1.0) * es / (1.0 - q.rho),
+                    sf: (lambda * m2 / 2.0 + big * r) / ((1.0 - rho_le) * (1.0 - rho_lt)) + resid,
+                };
+                let add = |acc: &mut (f64, Analytic)| {
+                    acc.0 += p;
+                    acc.1.fifo += p * a.fifo;
+                    acc.1.rr += p * a.rr;
+                    acc.1.sf += p * a.sf;
+                };
+                add(&mut all);
+                while g < groups.len() && groups[g].1 < len {
+                    g += 1;
+                }
+                if g < groups.len() && groups[g].0 <= len {
+                    add(&mut sums[g]);
+                }
+            }
+            resid += es / (1.0 - rho_lt);
+            s1 += p * l * es;
+            s2 += p * work2;
+            below += p;
+        }
+        let mean = |(w, a): (f64, Analytic)| {
+            if w > 0.0 {
+                Analytic { fifo: a.fifo / w, rr: a.rr / w, sf: a.sf / w }
+            } else {
+                Analytic { fifo: f64::NAN, rr: f64::NAN, sf: f64::NAN }
+            }
+        };
+        (sums.into_iter().map(mean).collect(), mean(all))
+    }
+}
+
 /// Relaxation times a run should span: each of the default 20 batches then covers about ten,
 /// so batch means are nearly independent and the start-up transient (a few relaxation times)
 /// moves a mean by a few percent of its half-width at most.
@@ -194,6 +366,56 @@ mod tests {
         assert!(report(99.9).packets_needed() > 1e9);
         assert!(report(50.0).packets_needed() < 1e5);
         assert!(report(90.0).packets_needed() < 5e6);
+    }
+
+    /// Issue 36 item 3: on W2 and W4 at 50% and 80% (seed 1, 4 M and 40 M arrival packets: far
+    /// beyond the relaxation-time rule), FIFO, RR and SF agree with their closed forms per size
+    /// bucket and over all messages, within three batch-means half-widths or 2% of the analytic
+    /// value (the granularity margin), except where the module doc says they do not: RR on W2,
+    /// and SF on W2's one- and two-packet messages and its overall mean (dominated by them).
+    mod workloads {
+        use super::*;
+        use crate::engine::{run, Control, SimConfig};
+        use crate::model::parse_strategy;
+        use crate::stats::{analyse, Options};
+
+        #[test]
+        fn w2_and_w4_agree_with_fifo_ps_and_srpt() {
+            for (w, packets) in [("w2", 4_000_000), ("w4", 40_000_000)] {
+                for traffic in [50.0, 80.0] {
+                    let cfg = SimConfig {
+                        strategies: ["FIFO", "RR", "SF"].map(|s| parse_strategy(s).unwrap()).to_vec(),
+                        dist: LengthDist::workload(w, None, None).unwrap(),
+                        ..SimConfig::report(traffic, packets, 1)
+                    };
+                    let r = run(&cfg, &Control::default());
+                    let st = analyse(&cfg, std::slice::from_ref(&r), &Options::default());
+                    let mut checked = 0;
+                    for s in &st.strategies {
+                        for c in &s.cells {
+                            let small_w2 = w == "w2" && (c.len <= 2);
+                            if w == "w2" && (s.label == "RR" || (s.label == "SF" && small_w2)) {
+                                continue;
+                            }
+                            let want = c
+                                .analytic
+                                .unwrap_or_else(|| panic!("{w} {traffic}% {} len {}: no analytic value", s.label, c.len));
+                            let tol = (3.0 * c.ci95).max(0.02 * want);
+                            assert!(
+                                (c.mean - want).abs() <= tol,
+                                "{w} {traffic}% seed 1 {} bucket ≤{}: simulated {} ± {} vs analytic {want}",
+                                s.label,
+                                c.len,
+                                c.mean,
+                                c.ci95
+                            );
+                            checked += 1;
+                        }
+                    }
+                    assert!(checked >= 20, "{w} {traffic}%: only {checked} cells checked");
+                }
+            }
+        }
     }
 
     /// Long FIFO runs converge to the closed forms: for random length mixes, loads and service

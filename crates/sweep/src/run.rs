@@ -77,8 +77,10 @@ pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>> {
                 Value::f(l.p50_tu),
                 Value::f(l.p99_tu),
                 Value::f(l.max_tu),
-                // §12 effective packet period: (latency + 1) / length (the mean length for all messages).
-                Value::f((l.mean_tu + 1.0) / len),
+                // §12 effective packet period: (latency + 1) / length (the mean length for all
+                // messages); per size bucket, the bucket's mean slowdown, which is the same
+                // quantity averaged over its messages.
+                Value::f(if l.bucket.is_some() { l.slowdown_mean } else { (l.mean_tu + 1.0) / len }),
                 Value::f(st.qlen_pkts),
                 Value::f(st.qlen_ci95_pkts),
                 Value::Int(st.packets_in as i64),

@@ -4,7 +4,9 @@
 //! name = "alpha-vs-load"
 //! traffic = [50, 90, 95]                   # percent (axis)
 //! strategies = ["RR'", "RR", "FIFO", 10, "SF"]   # run in lock step inside every cell
-//! lengths = ["report", "bimodal"]          # named distributions (axis); "report" is built in
+//! lengths = ["report", "bimodal"]          # named distributions (axis); "report" is built in,
+//!                                          # and so are the workloads: "w3", "w4:interp",
+//!                                          # "w2:step:1442" (NAME[:READING[:BYTES_PER_PACKET]])
 //! service = ["report"]                     # service-time model (axis)
 //! packets = "10M"                          # arrival packets per cell (axis: a list is allowed)
 //! seeds = [1, 2, 3]                        # or: replications = 3 (seeds seed, seed+1, ...)
@@ -50,15 +52,40 @@ pub enum SpecError {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     pub name: String,
+    /// Ranges (empty for a named workload, which is rebuilt from `workload` where it runs).
     pub ranges: Vec<(u32, u32, f64)>,
+    /// A named workload `NAME[:READING[:BYTES_PER_PACKET]]` (see `schedlab workloads`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+}
+
+/// The simulator's distribution of a named workload written `NAME[:READING[:BYTES_PER_PACKET]]`.
+pub fn workload_dist(spec: &str) -> Result<LengthDist, String> {
+    let mut it = spec.splitn(3, ':');
+    let name = it.next().unwrap_or_default();
+    let reading = it.next().filter(|r| !r.is_empty());
+    let bpp = match it.next() {
+        Some(b) => Some(b.parse::<u64>().map_err(|_| format!("'{spec}': BYTES_PER_PACKET '{b}' is not a whole number"))?),
+        None => None,
+    };
+    LengthDist::workload(name, reading, bpp).map_err(|e| e.to_string())
 }
 
 impl Dist {
     /// The simulator's distribution (validated when the spec was read).
     pub fn to_length_dist(&self) -> Result<LengthDist, String> {
+        if let Some(w) = &self.workload {
+            return workload_dist(w);
+        }
         let parts: Vec<(i64, i64, f64)> = self.ranges.iter().map(|&(l, h, p)| (i64::from(l), i64::from(h), p)).collect();
         LengthDist::new(&parts).map_err(|e| e.to_string())
     }
+}
+
+/// True when `l` names a shipped workload (before any `:READING`).
+fn schedlab_workload_name(l: &str) -> bool {
+    let name = l.split(':').next().unwrap_or_default();
+    LengthDist::workload(name, None, None).is_ok()
 }
 
 /// Options fixed across the grid.
@@ -280,7 +307,11 @@ impl Sweep {
         let report = LengthDist::report_default();
         dists.insert(
             "report".into(),
-            Dist { name: "report".into(), ranges: report.ranges.iter().map(|r| (r.low, r.high, r.frac * 100.0)).collect() },
+            Dist {
+                name: "report".into(),
+                ranges: report.ranges.iter().map(|r| (r.low, r.high, r.frac * 100.0)).collect(),
+                workload: None,
+            },
         );
         for (name, d) in &raw.distributions {
             let k = format!("distributions.{name}");
@@ -295,7 +326,11 @@ impl Sweep {
             };
             dists.insert(
                 name.clone(),
-                Dist { name: name.clone(), ranges: ld.ranges.iter().map(|r| (r.low, r.high, r.frac * 100.0)).collect() },
+                Dist {
+                    name: name.clone(),
+                    ranges: ld.ranges.iter().map(|r| (r.low, r.high, r.frac * 100.0)).collect(),
+                    workload: None,
+                },
             );
         }
 
@@ -381,6 +416,10 @@ impl Sweep {
                 return Err(key(&format!("{prefix}lengths"), "empty list: the grid would have no cells".into()));
             }
             for l in &lengths {
+                if !dists.contains_key(l) && schedlab_workload_name(l) {
+                    workload_dist(l).map_err(|e| key(&format!("{prefix}lengths"), e))?;
+                    dists.insert(l.clone(), Dist { name: l.clone(), ranges: Vec::new(), workload: Some(l.clone()) });
+                }
                 if !dists.contains_key(l) {
                     let known: Vec<&str> = dists.keys().map(String::as_str).collect();
                     return Err(key(
@@ -496,6 +535,21 @@ mod tests {
     }
     fn err(t: &str) -> String {
         parse(t).unwrap_err().to_string()
+    }
+
+    /// Named workloads are lengths of their own: `NAME[:READING[:BYTES_PER_PACKET]]`, carried
+    /// to the cell by name and rebuilt where it runs; bad readings name the key.
+    #[test]
+    fn named_workloads_are_lengths() {
+        let s = parse("traffic = [50]\npackets = 1000\nlengths = [\"w3\", \"w4:interp\", \"w2:step:1442\"]\n").unwrap();
+        let names: Vec<&str> = s.cells.iter().map(|c| c.lengths.name.as_str()).collect();
+        assert_eq!(names, ["w3", "w4:interp", "w2:step:1442"]);
+        let d = s.cells[1].lengths.to_length_dist().unwrap();
+        let w = d.workload.as_ref().unwrap();
+        assert_eq!((w.name.as_str(), w.reading.as_str(), w.bytes_per_packet), ("w4", "interp", Some(1460)));
+        assert_eq!(s.cells[2].lengths.to_length_dist().unwrap().workload.unwrap().bytes_per_packet, Some(1442));
+        assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w4:smooth\"]\n").contains("key 'lengths'"));
+        assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w9\"]\n").contains("unknown distribution 'w9'"));
     }
 
     #[test]

@@ -247,7 +247,11 @@ impl<'a> Generator<'a> {
             interrupted: false,
             lengths: cfg.dist.table(),
             // One per length the distribution can draw (lone messages come from it only).
-            lone: (0..=cfg.dist.max_len()).map(|_| LogHist::new()).collect(),
+            // (None per size bucket: no array sized by the longest message.)
+            lone: match super::statistics::Keys::for_config(cfg) {
+                super::statistics::Keys::Lengths => (0..=cfg.dist.max_len()).map(|_| LogHist::new()).collect(),
+                super::statistics::Keys::Buckets(_) => Vec::new(),
+            },
         };
         g.t_arr = g.peek_arrival();
         g
@@ -447,7 +451,10 @@ impl<'a> Generator<'a> {
                         let s = &mut out.steps[i];
                         s.kind = Kind::Alone;
                         let (t, len) = (s.msg.t, s.msg.len as usize);
-                        self.lone[len].record(out.times[out.times.len() - 1] - t);
+                        // (Per size bucket the lanes record lone messages themselves.)
+                        if let Some(h) = self.lone.get_mut(len) {
+                            h.record(out.times[out.times.len() - 1] - t);
+                        }
                     }
                 }
             }

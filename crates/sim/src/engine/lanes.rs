@@ -5,7 +5,7 @@ use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, LeanAlpha, Mes
 use schedlab_report::LogHist;
 
 use super::generator::{Kind, Path};
-use super::statistics::{class_len_results, Acc, LaneStats, LatStats, StrategyResult};
+use super::statistics::{class_len_results, Acc, Keys, LaneStats, LatStats, StrategyResult};
 use super::{Msg, SimConfig};
 use crate::model::{listing_alpha, Strategy};
 
@@ -117,6 +117,7 @@ impl Lane {
             AnyPolicy::Alpha(a) if lean && !extra && class_alpha.is_empty() => LeanAlpha::new(a.config(), lengths),
             _ => None,
         };
+        let keys = Keys::for_config(cfg);
         Lane {
             lean,
             plain,
@@ -125,7 +126,8 @@ impl Lane {
             strategy: s.clone(),
             policy,
             stats: LaneStats {
-                by_len: (0..=max_len).map(|_| Acc::new()).collect(),
+                by_len: (0..keys.slots(max_len)).map(|_| Acc::new()).collect(),
+                keys,
                 extra,
                 overall_bmeans: Vec::new(),
                 overall_aligned: Vec::new(),
@@ -205,16 +207,25 @@ impl Lane {
             .iter()
             .enumerate()
             .filter(|(_, a)| a.n() > 0)
-            .map(|(l, a)| a.stats_with(l as u32, lone.and_then(|v| v.get(l))))
+            .map(|(l, a)| match &st.keys {
+                Keys::Lengths => a.stats_with(l as u32, lone.and_then(|v| v.get(l))),
+                Keys::Buckets(b) => LatStats { bucket: Some(b[l]), ..a.stats(b[l].high) },
+            })
             .collect();
-        let periods: Vec<f64> = by_len.iter().map(|s| (s.mean_tu + 1.0) / f64::from(s.len)).collect();
+        let mut overall = st.overall(lone).stats(0);
+        if overall.slowdown_mean.is_nan() && overall.count > 0 {
+            // Per length: the mean slowdown over all messages from each length's.
+            let sum: f64 = by_len.iter().map(|s| s.count as f64 * s.slowdown_mean).sum();
+            overall.slowdown_mean = sum / overall.count as f64;
+        }
+        let periods: Vec<f64> = by_len.iter().map(|s| s.slowdown_mean).collect();
         StrategyResult {
             label: self.strategy.label(),
             listing_alpha: listing_alpha(&self.strategy),
             period_min: periods.iter().copied().fold(f64::INFINITY, f64::min),
             period_max: periods.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             by_len,
-            overall: st.overall(lone).stats(0),
+            overall,
             by_class: st.by_class.iter().enumerate().map(|(i, a)| a.stats(i as u32)).collect(),
             reordered: st.reordered,
             packets_out: st.packets_out,

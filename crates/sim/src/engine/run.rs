@@ -92,7 +92,8 @@ fn lengths(cfg: &SimConfig) -> Vec<u32> {
             l.dedup();
             l
         }
-        _ => cfg.dist.support(),
+        // Unknown (no lean lane) when there are more than a lean lane takes.
+        _ => cfg.dist.support_upto(schedlab_policy::alpha::LEAN_CLASSES).unwrap_or_default(),
     }
 }
 
@@ -429,6 +430,7 @@ fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -
         },
         apps: gen.apps,
         in_order: cfg.in_order,
+        workload: cfg.dist.workload.clone(),
     }
 }
 

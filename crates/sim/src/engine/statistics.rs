@@ -8,11 +8,22 @@ use super::generator::Kind;
 use super::Msg;
 use schedlab_policy::{Alpha, AlphaStats};
 
-/// Mean, confidence interval and percentiles of a latency population (time units).
+/// Mean, confidence interval and percentiles of a latency population (time units), and of its
+/// slowdown.
+///
+/// **Slowdown** is a message's completion time over its own service time: (latency + E[S]) /
+/// (length × E[S]) with E[S] = 1 time unit, i.e. (latency + 1) / length. Latency ends when the
+/// last packet *starts* (the report's definition); adding the last packet's mean service gives
+/// the completion time in expectation (its service is drawn independently of when it starts).
+/// It is the report's §12 effective packet period, and 1 for a message sent alone at once.
 #[derive(Clone, Debug, Serialize)]
 pub struct LatStats {
-    /// Message length in packets (0 = all messages).
+    /// Message length in packets (0 = all messages); for a size bucket, its largest length.
     pub len: u32,
+    /// The size bucket these messages fall in, when the run keeps statistics per bucket
+    /// (lengths are many: a named workload or more than [`MAX_LENGTH_COLUMNS`] lengths).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<Bucket>,
     pub count: u64,
     pub mean_tu: f64,
     /// Half-width of the 95% confidence interval of the mean, by batch means (NaN if too few batches).
@@ -20,10 +31,100 @@ pub struct LatStats {
     pub p50_tu: f64,
     pub p99_tu: f64,
     pub max_tu: f64,
+    /// Mean slowdown, and its p50 and p99 (NaN, written null, where not kept: all messages
+    /// together when statistics are per length).
+    pub slowdown_mean: f64,
+    pub slowdown_p50: f64,
+    pub slowdown_p99: f64,
     /// Batch means in batch order, NaN for a batch with no message, aligned across strategies
     /// (what `stats` uses for paired differences, warm-up deletion and diagnostics).
     #[serde(skip)]
     pub batch_means: Vec<f64>,
+}
+
+/// Most distinct lengths kept one by one; with more (or a named workload) statistics are kept
+/// per size bucket.
+pub const MAX_LENGTH_COLUMNS: usize = 64;
+
+/// Size-percentile edges of the buckets: deciles, then the top 1% and 0.1% apart (where a
+/// heavy tail's long messages are). Edges that fall on the same length merge.
+pub const BUCKET_EDGES: [f64; 12] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 0.999, 1.0];
+
+/// One size bucket: lengths `low..=high`, holding the messages between the `pct_low` and
+/// `pct_high` size percentiles (fractions of messages with a shorter length, and with one no
+/// longer).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Bucket {
+    pub low: u32,
+    pub high: u32,
+    pub pct_low: f64,
+    pub pct_high: f64,
+}
+
+/// How delivered messages are grouped: per length (index = length) or per size bucket.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Keys {
+    Lengths,
+    Buckets(Vec<Bucket>),
+}
+
+impl Keys {
+    /// The grouping a run of `cfg` uses: per length when there are at most
+    /// [`MAX_LENGTH_COLUMNS`] lengths of at most 100,000 packets and no named workload, else
+    /// buckets by size percentile.
+    pub fn for_config(cfg: &super::SimConfig) -> Keys {
+        match &cfg.arrivals {
+            super::Arrivals::Trace(v) => {
+                let mut l: Vec<u32> = v.iter().map(|a| a.len).collect();
+                l.sort_unstable();
+                let mut d = l.clone();
+                d.dedup();
+                if d.len() <= MAX_LENGTH_COLUMNS && d.last().is_some_and(|&m| m <= 100_000) {
+                    return Keys::Lengths;
+                }
+                let n = l.len() as f64;
+                let cdf = |x: u32| l.partition_point(|&y| y <= x) as f64 / n;
+                let q = |p: f64| l[((p * n).ceil() as usize).clamp(1, l.len()) - 1];
+                Keys::Buckets(buckets(cdf, q))
+            }
+            _ => {
+                let d = &cfg.dist;
+                let few = d.support_upto(MAX_LENGTH_COLUMNS).is_some() && d.max_len() <= 100_000;
+                if few && d.workload.is_none() {
+                    return Keys::Lengths;
+                }
+                Keys::Buckets(buckets(|x| d.cdf(x), |p| d.quantile(p)))
+            }
+        }
+    }
+
+    /// Accumulators needed for lengths up to `max_len`.
+    pub fn slots(&self, max_len: u32) -> usize {
+        match self {
+            Keys::Lengths => max_len as usize + 1,
+            Keys::Buckets(b) => b.len(),
+        }
+    }
+}
+
+#[inline(always)]
+fn bucket_of(b: &[Bucket], len: u32) -> usize {
+    b.partition_point(|x| x.high < len).min(b.len() - 1)
+}
+
+/// Buckets from a CDF and its quantile function.
+fn buckets(cdf: impl Fn(u32) -> f64, quantile: impl Fn(f64) -> u32) -> Vec<Bucket> {
+    let mut out: Vec<Bucket> = Vec::new();
+    let mut low = quantile(0.0).max(1);
+    for &e in &BUCKET_EDGES {
+        let high = quantile(e).max(low);
+        if out.last().is_some_and(|b| b.high >= high) {
+            continue;
+        }
+        out.push(Bucket { low, high, pct_low: cdf(low - 1), pct_high: cdf(high) });
+        low = high + 1;
+    }
+    out
 }
 
 /// Results of one strategy.
@@ -100,6 +201,10 @@ pub struct RunResult {
     pub apps: u32,
     /// §11 in-order delivery was asked for.
     pub in_order: bool,
+    /// The named workload the lengths came from (`--workload`): name, reading, bytes per
+    /// packet, checksum, source and commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::model::WorkloadInfo>,
 }
 
 /// Latency accumulator for one message length (or one class) of one strategy.
@@ -119,11 +224,24 @@ pub(super) struct Acc {
     bmeans: Vec<f64>,
     /// Every batch's mean, NaN when it had no message (aligned across strategies).
     aligned: Vec<f64>,
+    /// Slowdowns, kept only per size bucket (per length they follow from the latencies).
+    sd_sum: f64,
+    sd_hist: LogHist,
 }
 
 impl Acc {
     pub(super) fn new() -> Self {
-        Acc { sum: 0.0, hist: LogHist::new(), lone: 0, snap_n: 0, snap_sum: 0.0, bmeans: Vec::new(), aligned: Vec::new() }
+        Acc {
+            sum: 0.0,
+            hist: LogHist::new(),
+            lone: 0,
+            snap_n: 0,
+            snap_sum: 0.0,
+            bmeans: Vec::new(),
+            aligned: Vec::new(),
+            sd_sum: 0.0,
+            sd_hist: LogHist::new(),
+        }
     }
     /// Messages recorded (the histogram counts them: a sum over its buckets, so callers take it
     /// once, at batch boundaries and in reports).
@@ -134,6 +252,14 @@ impl Acc {
     fn add(&mut self, lat: f64) {
         self.sum += lat;
         self.hist.record(lat);
+    }
+    /// A latency and the slowdown of its message of `len` packets (size buckets).
+    #[inline(always)]
+    fn add_sized(&mut self, lat: f64, len: u32) {
+        self.add(lat);
+        let sd = (lat + 1.0) / f64::from(len);
+        self.sd_sum += sd;
+        self.sd_hist.record(sd);
     }
     /// A lone message's latency, whose histogram entry is the shared one's.
     #[inline(always)]
@@ -176,14 +302,29 @@ impl Acc {
             _ => &self.hist,
         };
         debug_assert_eq!(hist.len(), self.n(), "every lone message counted is in the shared histogram");
+        let (p50, p99) = (hist.quantile(0.5), hist.quantile(0.99));
+        let n = self.n();
+        // Slowdowns: kept (size buckets), else from the latencies of one length, else unknown.
+        let (sd_mean, sd50, sd99) = if !self.sd_hist.is_empty() {
+            (self.sd_sum / n as f64, self.sd_hist.quantile(0.5), self.sd_hist.quantile(0.99))
+        } else if len > 0 && n > 0 {
+            let k = f64::from(len);
+            ((self.mean() + 1.0) / k, (p50 + 1.0) / k, (p99 + 1.0) / k)
+        } else {
+            (f64::NAN, f64::NAN, f64::NAN)
+        };
         LatStats {
             len,
-            count: self.n(),
+            bucket: None,
+            count: n,
             mean_tu: self.mean(),
             ci95_tu: ci95(&self.bmeans),
-            p50_tu: hist.quantile(0.5),
-            p99_tu: hist.quantile(0.99),
+            p50_tu: p50,
+            p99_tu: p99,
             max_tu: hist.max(),
+            slowdown_mean: sd_mean,
+            slowdown_p50: sd50,
+            slowdown_p99: sd99,
             batch_means: self.aligned.clone(),
         }
     }
@@ -216,7 +357,9 @@ pub fn ci95(bmeans: &[f64]) -> f64 {
 /// Statistics of one lane (one strategy).
 #[derive(Clone)]
 pub(super) struct LaneStats {
+    /// Per length or per size bucket, as `keys` says.
     pub(super) by_len: Vec<Acc>,
+    pub(super) keys: Keys,
     /// Per-class or per-application statistics are kept (`by_class` or `last_seq` non-empty).
     pub(super) extra: bool,
     /// Batch means of all messages together (the per-length accumulators hold the data).
@@ -265,6 +408,11 @@ impl LaneStats {
     #[inline(always)]
     pub(super) fn delivered_lone(&mut self, t: f64, len: u32, now: f64) {
         debug_assert!(!self.extra);
+        if let Keys::Buckets(_) = self.keys {
+            // Per bucket each message's slowdown is recorded too: no shared histogram.
+            self.pending.push((now - t, len));
+            return;
+        }
         if !self.pending.is_empty() {
             self.flush();
         }
@@ -276,9 +424,18 @@ impl LaneStats {
     /// scheduling keeps each histogram update off the scheduler's chain of dependent loads.
     #[inline(never)]
     pub(super) fn flush(&mut self) {
-        let LaneStats { by_len, pending, .. } = self;
-        for &(lat, len) in pending.iter() {
-            by_len[len as usize].add(lat);
+        let LaneStats { by_len, pending, keys, .. } = self;
+        match keys {
+            Keys::Lengths => {
+                for &(lat, len) in pending.iter() {
+                    by_len[len as usize].add(lat);
+                }
+            }
+            Keys::Buckets(b) => {
+                for &(lat, len) in pending.iter() {
+                    by_len[bucket_of(b, len)].add_sized(lat, len);
+                }
+            }
         }
         pending.clear();
     }
@@ -323,6 +480,8 @@ impl LaneStats {
         for (l, a) in self.by_len.iter().enumerate().filter(|(_, a)| a.n() > 0) {
             o.sum += a.sum;
             o.hist.merge(&a.hist);
+            o.sd_sum += a.sd_sum;
+            o.sd_hist.merge(&a.sd_hist);
             match (lone.and_then(|v| v.get(l)), a.lone > 0) {
                 (Some(h), true) => o.hist.merge(h),
                 _ => o.lone += a.lone,
@@ -489,6 +648,7 @@ mod tests {
     fn lane_stats(max_len: u32) -> LaneStats {
         LaneStats {
             by_len: (0..=max_len).map(|_| Acc::new()).collect(),
+            keys: Keys::Lengths,
             extra: false,
             overall_bmeans: Vec::new(),
             overall_aligned: Vec::new(),

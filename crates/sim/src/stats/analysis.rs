@@ -10,7 +10,7 @@ use super::{estimate, finite, half_width, lag1_autocorrelation, lat_for, lengths
 use crate::engine::{Arrivals, RunResult, SimConfig};
 use crate::model::Strategy;
 use crate::output::{fmt_g, thousands};
-use crate::theory::{MxG1, RELAXATIONS_NEEDED};
+use crate::theory::{Analytic, MxG1, SizeBased, RELAXATIONS_NEEDED};
 
 /// Initial transient to delete from the steady-state statistics (`--warmup`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,6 +121,11 @@ pub struct Theory {
     pub qlen_pkts: f64,
     pub fifo_first_packet_wait_tu: f64,
     pub fifo_avlat_tu: f64,
+    /// RR's mean wait for a message's first packet (W₁ of `theory`'s module doc).
+    pub rr_first_packet_wait_tu: f64,
+    /// Mean latency over all messages under RR and SF by the closed forms.
+    pub rr_avlat_tu: f64,
+    pub sf_avlat_tu: f64,
 }
 
 /// The statistics of one traffic level.
@@ -141,6 +146,9 @@ pub struct LevelStats {
     pub comparison: Option<Comparison>,
     pub warnings: Vec<String>,
 }
+
+/// Which strategy's closed form a cell takes.
+type PickAnalytic = fn(&Analytic) -> f64;
 
 /// Combines per-replication estimates into one cell.
 fn combine(len: u32, per: Vec<Option<(f64, f64)>>) -> Cell {
@@ -266,13 +274,34 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
     };
     if let Some(q) = q {
         set_theory(&mut out.qlen, q.qlen());
-        for s in out.strategies.iter_mut().filter(|s| s.label == "FIFO") {
-            for c in &mut s.cells {
-                set_theory(c, if c.len == 0 { q.fifo_avlat() } else { q.fifo_latency(c.len) });
+        // FIFO (M^X/G/1), RR (processor sharing at packet granularity) and SF (SRPT at packet
+        // granularity, atoms kept apart): per length, or averaged over each size bucket.
+        let groups: Vec<(u32, u32)> = lens
+            .iter()
+            .map(|&l| {
+                let b = reps[0].strategies.iter().flat_map(|s| s.by_len.iter()).find(|x| x.len == l).and_then(|x| x.bucket);
+                b.map_or((l, l), |b| (b.low, b.high))
+            })
+            .collect();
+        let sb = SizeBased::new(&cfg.dist, cfg.service, cfg.traffic).expect("the same load as q");
+        let (vals, all) = sb.by_groups(&groups);
+        let pick: [(&str, PickAnalytic); 3] = [("FIFO", |a| a.fifo), ("RR", |a| a.rr), ("SF", |a| a.sf)];
+        for (label, f) in pick {
+            for s in out.strategies.iter_mut().filter(|s| s.label == label) {
+                for c in &mut s.cells {
+                    let v = if c.len == 0 {
+                        f(&all)
+                    } else {
+                        lens.iter().position(|&l| l == c.len).map_or(f64::NAN, |i| f(&vals[i]))
+                    };
+                    if v.is_finite() {
+                        set_theory(c, v);
+                    }
+                }
             }
         }
         out.theory = Some(Theory {
-            model: "M^X/G/1 (Poisson messages, X = message length, S = packet service)",
+            model: "M^X/G/1 (Poisson messages, X = message length, S = packet service); RR: processor sharing, SF: SRPT (Schrage-Miller), both at packet granularity",
             rho: q.rho,
             mean_len_pkts: q.ex,
             mean_sq_len_pkts: q.ex2,
@@ -281,6 +310,9 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
             qlen_pkts: q.qlen(),
             fifo_first_packet_wait_tu: q.batch_wait(),
             fifo_avlat_tu: q.fifo_avlat(),
+            rr_first_packet_wait_tu: sb.rr_first_wait(),
+            rr_avlat_tu: all.rr,
+            sf_avlat_tu: all.sf,
         });
         out.diagnostics.relaxation_time_tu = Some(q.relaxation_time());
         out.diagnostics.packets_needed = Some(q.packets_needed());
@@ -378,31 +410,40 @@ impl LevelStats {
         if let (false, Some(th)) = (brief, &self.theory) {
             let _ = writeln!(
                 s,
-                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy): simulated ± 95% half-width, * = differs from theory by more than its half-width, traffic {t}%:",
+                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy; RR: processor sharing, SF: SRPT, at packet granularity): simulated ± 95% half-width and the analytic value under it, * = differs from theory by more than its half-width, traffic {t}%:",
                 fmt_g(th.rho)
             );
             let _ = writeln!(s, "{}", self.header(""));
             let flag = |c: &Cell| if c.flagged == Some(true) { "*" } else { "" };
-            let fifo = self.strategies.iter().find(|x| x.label == "FIFO");
-            let mut sim = vec!["FIFO".to_string(), format!("{}{}", pm(&self.qlen), flag(&self.qlen))];
-            let mut theo = vec!["FIFO (theory)".to_string(), format!("{:.2}", th.qlen_pkts)];
-            for l in self.lens().into_iter().chain(std::iter::once(0)) {
-                match fifo.and_then(|f| f.cells.iter().find(|c| c.len == l)) {
-                    Some(c) => {
-                        sim.push(format!("{}{}", pm(c), flag(c)));
-                        theo.push(c.analytic.map_or("-".into(), |a| format!("{a:.2}")));
-                    }
-                    None => {
-                        sim.push("-".into());
-                        theo.push("-".into());
+            // FIFO first (with qlen), then RR and SF where they ran: the simulated row and the
+            // analytic one under it.
+            let mut any = false;
+            for name in ["FIFO", "RR", "SF"] {
+                let Some(st) = self.strategies.iter().find(|x| x.label == name) else { continue };
+                any = true;
+                let first = name == "FIFO";
+                let mut sim =
+                    vec![name.to_string(), if first { format!("{}{}", pm(&self.qlen), flag(&self.qlen)) } else { "".into() }];
+                let mut theo = vec![format!("{name} (theory)"), if first { format!("{:.2}", th.qlen_pkts) } else { "".into() }];
+                for l in self.lens().into_iter().chain(std::iter::once(0)) {
+                    match st.cells.iter().find(|c| c.len == l) {
+                        Some(c) => {
+                            sim.push(format!("{}{}", pm(c), flag(c)));
+                            theo.push(c.analytic.map_or("-".into(), |a| format!("{a:.2}")));
+                        }
+                        None => {
+                            sim.push("-".into());
+                            theo.push("-".into());
+                        }
                     }
                 }
+                let _ = writeln!(s, "{}", sim.join("\t"));
+                let _ = writeln!(s, "{}", theo.join("\t"));
             }
-            if fifo.is_none() {
-                sim[0] = "simulated".into();
+            if !any {
+                let _ = writeln!(s, "simulated\t{}{}", pm(&self.qlen), flag(&self.qlen));
+                let _ = writeln!(s, "FIFO (theory)\t{:.2}", th.qlen_pkts);
             }
-            let _ = writeln!(s, "{}", sim.join("\t"));
-            let _ = writeln!(s, "{}", theo.join("\t"));
         }
         if let Some(c) = &self.comparison {
             s.push_str(&c.text(self.traffic_pct));
