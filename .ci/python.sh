@@ -22,6 +22,16 @@ fi
 echo "== python stage: installed in $(( $(date +%s) - t0 )) s"
 
 export SCHEDLAB_BIN="$PWD/target/release/schedlab"
+# Skipped tests are listed (-rs) and recorded in $SCHEDLAB_SKIP_LOG (python/tests/conftest.py);
+# run alone, this script keeps its own log to count them.
+own_log=""
+if [ -z "${SCHEDLAB_SKIP_LOG:-}" ]; then
+    own_log=$(mktemp); export SCHEDLAB_SKIP_LOG="$own_log"
+fi
+before=$(grep -c $'^SKIP\tpython::' "$SCHEDLAB_SKIP_LOG" || true)
 # Bounded: the Ray fixture has its own timeouts; this caps the whole run.
-timeout 1200 "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+timeout 1200 "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests
+skipped=$(( $(grep -c $'^SKIP\tpython::' "$SCHEDLAB_SKIP_LOG" || true) - before ))
+[ -z "$own_log" ] || rm -f "$own_log"
+echo "NOTE: pytest: $skipped skipped at runtime"
 echo "== python stage: $(( $(date +%s) - t0 )) s in all"

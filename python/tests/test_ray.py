@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,16 @@ from typing import Iterator
 
 import pytest
 
-import schedlab
+# This module's Ray cluster authenticates with its own token (Ray >= 2.52 reads these; older Ray
+# ignores them). Set before Ray is imported: the driver reads its authentication mode once. The
+# token variable takes precedence over any token file, so a `~/.ray/auth_token` left by an
+# earlier local `ray.init()` (Ray 2.59+ creates one) cannot make the nodes refuse each other.
+TOKEN = secrets.token_hex(32)
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN"] = TOKEN
+os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+
+import schedlab  # noqa: E402
 
 ray = pytest.importorskip("ray", reason="SKIP: ray is not installed (pip install './python[ray]')")
 
@@ -44,11 +54,38 @@ def _ray_processes(tag: str) -> list[str]:
     return out
 
 
+def _isolate(tmp: str) -> dict[str, str | None]:
+    """Gives this test's Ray (the `ray start` processes and the driver) its own home folder, and
+    the module's token, so nothing a user's earlier `ray.init()` left in the real home can reach
+    it. Returns the previous values, for `_restore`."""
+    home = os.path.join(tmp, "home")
+    os.makedirs(home, exist_ok=True)
+    ours = {
+        "HOME": home,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": TOKEN,
+        "RAY_AUTH_TOKEN_PATH": None,
+        "RAY_ADDRESS": None,
+    }
+    old = {k: os.environ.get(k) for k in ours}
+    _restore(ours)
+    return old
+
+
+def _restore(values: dict[str, str | None]) -> None:
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """`ray start --head` plus a second node joining it on this machine; yields the address."""
     tmp = tempfile.mkdtemp(prefix="schedlab-ray-")
     env_port = os.environ.get("SCHEDLAB_RAY_PORT", "6391")
+    saved = _isolate(tmp)
     try:
         out = _run(["start", "--head", "--port", env_port, "--temp-dir", tmp, "--include-dashboard=false", *COMMON])
         m = re.search(r"--address='([^']+)'", out)
@@ -69,6 +106,7 @@ def cluster() -> Iterator[str]:
         while _ray_processes(tmp) and time.monotonic() - t0 < 30:
             time.sleep(0.5)
         left = _ray_processes(tmp)
+        _restore(saved)
         subprocess.run(["rm", "-rf", tmp], check=False)
         assert not left, f"Ray processes left behind: {left}"
 

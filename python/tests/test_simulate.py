@@ -98,32 +98,43 @@ def test_quick_spec_runs(root: Path) -> None:
 
 
 def test_simulation_releases_the_gil() -> None:
-    done = threading.Event()
-    result: list[pl.DataFrame] = []
-
-    def work() -> None:
-        result.append(schedlab.simulate(traffic=90, strategies=["RR", 10], packets=3_000_000, workers=1))
-        done.set()
-
-    t = threading.Thread(target=work)
-    t.start()
+    # The simulation runs on the main thread and is far too long to finish (a billion packets,
+    # about a minute); a pure-Python thread counts 50 ticks and only then interrupts it. The
+    # ticks need the GIL, so the interrupt comes only if the simulation releases it: no clock to
+    # race, however fast or loaded the machine.
     ticks = 0
-    t0 = time.monotonic()
-    while not done.is_set() and time.monotonic() - t0 < 120:
-        ticks += 1  # pure Python work: only possible while the simulation does not hold the GIL
-        time.sleep(0.001)
+    ticked = threading.Event()
+
+    def ticker() -> None:
+        nonlocal ticks
+        while ticks < 50:
+            ticks += 1  # pure Python work: only possible while the simulation does not hold the GIL
+            time.sleep(0.001)
+        ticked.set()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=ticker, daemon=True)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        schedlab.simulate(traffic=95, strategies=["RR", 10], packets="1G", workers=1)
     t.join(timeout=120)
-    assert result and ticks > 50, f"the main thread ran {ticks} times during the simulation"
+    assert ticked.is_set() and ticks == 50, f"the other thread ran {ticks} times during the simulation"
 
 
 def test_ctrl_c_stops_the_simulation() -> None:
-    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-    t0 = time.monotonic()
+    sent: list[float] = []
+
+    def interrupt() -> None:
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         # About a minute of work on this machine; Ctrl-C must end it within a second or so.
         schedlab.simulate(traffic=95, packets="1G", workers=2)
-    took = time.monotonic() - t0
+    took = time.monotonic() - sent[0]
     timer.cancel()
-    assert took < 10, f"stopping took {took:.1f} s"
+    # Measured from the signal, not from the start: a slow start on a loaded machine is no failure.
+    assert took < 10, f"stopping took {took:.1f} s after the signal"
 
