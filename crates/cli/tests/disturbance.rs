@@ -44,9 +44,9 @@ fn check_thread(d: &serde_json::Value) {
 fn sched_and_predict_export_every_threads_disturbance() {
     let _serial = serial();
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("w.txt"), "thread all\n60ms 4M 1500 dist:report poisson\n").unwrap();
+    std::fs::write(d.path().join("w.txt"), "thread all\n200ms 8M 1500 dist:report poisson\n").unwrap();
     let out = schedlab(d.path(), "sched")
-        .args("-t 2 -f w.txt -b 10M -q 100 -i 0 -c 0 --no-timestamps --json s.json".split(' '))
+        .args("-t 2 -f w.txt -b 20M -q 100 -i 0 -c 0 --no-timestamps --json s.json".split(' '))
         .assert()
         .success()
         .get_output()
@@ -67,7 +67,7 @@ fn sched_and_predict_export_every_threads_disturbance() {
 
     // predict: per run, the threads and the verdict's fields; --repeat 2: a summary per algorithm.
     let out = schedlab(d.path(), "predict")
-        .args("-t 1 -f w.txt -b 10M -q 100 -i 0 -c 0 --algs fifo,sf --repeat 2 --drain 20ms --json p.json".split(' '))
+        .args("-t 1 -f w.txt -b 20M -q 100 -i 0 -c 0 --algs fifo,sf --repeat 2 --drain 20ms --json p.json".split(' '))
         .assert()
         .success()
         .get_output()
