@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use super::input::{read, Input};
-use super::sections::{render, unsupported};
+use super::sections::{render, typed_error, unsupported};
 use super::{write_atomic, Page};
 use crate::frontend::exit;
 
@@ -83,7 +83,12 @@ pub fn build(paths: &[PathBuf], title: &str, allow_unsupported: bool) -> Result<
     for p in paths {
         let input: Input = read(p)?;
         match input.kind.clone() {
-            Ok(kind) => sections.push(render(&input, kind)),
+            Ok(kind) => match typed_error(&input, kind) {
+                Some(why) if !allow_unsupported => {
+                    bail!("{}: {why} (--allow-unsupported shows it as a section with this warning instead)", input.file.display())
+                }
+                _ => sections.push(render(&input, kind)),
+            },
             Err(why) if allow_unsupported => sections.push(unsupported(&input, &why)),
             Err(why) => {
                 bail!("{}: unsupported result: {why} (--allow-unsupported shows it as a section instead)", input.file.display())

@@ -1052,6 +1052,18 @@ fn echo(v: &Value, source: &str) -> Section {
     sec
 }
 
+/// Why a result of a typed kind does not read as its type (None: it reads, or the kind is not
+/// typed yet).
+pub fn typed_error(input: &Input, kind: Kind) -> Option<String> {
+    let Content::Json(v) = &input.content else { return None };
+    let e = match kind {
+        Kind::EchoBench => results::read::<EchoBench>(v).err(),
+        Kind::RdmaShare => results::read::<RdmaShare>(v).err(),
+        _ => None,
+    };
+    e.map(|e| e.to_string())
+}
+
 /// A section whose result does not match its kind's type: says what does not match.
 fn unreadable(mut sec: Section, e: &results::ResultError) -> Section {
     sec.push(Block::Warning(format!("This file cannot be read as its kind: {e}.")));

@@ -1,0 +1,99 @@
+//! Every typed result kind, written by the real command (short runs) and read back through the
+//! page's reader (`schedlab_report::results::read`, and `schedlab report` rendering the section)
+//! and checked against its committed JSON Schema's tag. The Python side of the round trip is
+//! python/tests/test_readers.py (jsonschema against the same committed files).
+
+use std::path::Path;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use schedlab_report::results::echo_bench::{EchoBench, EchoBenchSchema};
+use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
+use schedlab_report::results::{read, Kind, ResultError};
+use serde_json::Value;
+
+fn schedlab() -> Command {
+    Command::cargo_bin("schedlab").unwrap()
+}
+
+fn load(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The committed schema's tag for a kind (schemas/FILE).
+fn committed_tag<K: Kind>() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(root.join("schemas").join(K::FILE)).unwrap()).unwrap();
+    let r = s.pointer("/properties/schema/$ref").and_then(Value::as_str).unwrap().rsplit('/').next().unwrap().to_string();
+    s.pointer(&format!("/$defs/{r}/const")).and_then(Value::as_str).unwrap().to_string()
+}
+
+/// `schedlab report FILE` renders the kind's section from the typed result, without the
+/// "cannot be read" warning.
+fn page_reads(file: &Path, title: &str) {
+    let dir = file.parent().unwrap();
+    let html = dir.join("page.html");
+    schedlab().arg("report").arg(file).arg("-o").arg(&html).timeout(Duration::from_secs(60)).assert().success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(title), "the page has no {title:?} section");
+    assert!(!page.contains("cannot be read as its kind"), "the page could not read {}", file.display());
+}
+
+#[test]
+fn rdma_share_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=3 poll=event\nTask_cnt\tTime(us)\t\tLatency\n";
+    std::fs::write(dir.path().join("a.txt"), format!("{head}1\t\t10.00\t\t9.50\n2\t\t20.00\t\t9.60\n3\t\t30.00\t\t9.70\n"))
+        .unwrap();
+    std::fs::write(dir.path().join("b.txt"), format!("{head}1\t\t15.00\t\t14.50\n2\t\t30.00\t\t14.60\n3\t\t45.00\t\t14.70\n"))
+        .unwrap();
+    let json = dir.path().join("share.json");
+    schedlab()
+        .current_dir(dir.path())
+        .args(["rdma", "share", "a.txt", "b.txt", "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .success();
+    let v = load(&json);
+    assert_eq!(v["schema"], RdmaShareSchema::TAG);
+    assert_eq!(committed_tag::<RdmaShare>(), RdmaShareSchema::TAG);
+    let r: RdmaShare = read(&v).expect("the page's reader reads what rdma share wrote");
+    assert_eq!([r.flows[0].name.as_str(), r.flows[1].name.as_str()], ["A", "B"]);
+    assert!((r.flows[0].gbps - 52.4288).abs() < 1e-9, "{}", r.flows[0].gbps);
+    assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
+    page_reads(&json, "RDMA two-flow share");
+
+    // Another version, or a missing field, is said plainly.
+    let mut v2 = v.clone();
+    v2["schema"] = "schedlab.rdma-share/2".into();
+    assert!(matches!(read::<RdmaShare>(&v2), Err(ResultError::OtherVersion { version: 1, .. })));
+    let mut v3 = v.clone();
+    v3.as_object_mut().unwrap().remove("windows");
+    let e = read::<RdmaShare>(&v3).unwrap_err();
+    assert!(e.to_string().contains("windows"), "{e}");
+    assert!(matches!(read::<EchoBench>(&v), Err(ResultError::OtherKind { .. })));
+}
+
+#[test]
+fn echo_bench_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    schedlab()
+        .args(["echo-bench", "--modes", "naive", "--sizes", "1B", "--rounds", "20", "--warmup", "2", "--peer", "none"])
+        .arg("--no-busy-poll")
+        .arg("--out")
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let file = out.join("results.json");
+    let v = load(&file);
+    assert_eq!(v["schema"], EchoBenchSchema::TAG);
+    assert_eq!(committed_tag::<EchoBench>(), EchoBenchSchema::TAG);
+    let r: EchoBench = read(&v).expect("the page's reader reads what echo-bench wrote");
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!((r.rows[0].mode.as_str(), r.rows[0].size_bytes, r.rows[0].rtt_us.count), ("naive", 1, 20));
+    assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
+    page_reads(&file, "TCP echo latency matrix");
+}
