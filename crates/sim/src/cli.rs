@@ -18,8 +18,6 @@ use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
 use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
-/// Counts (`--packets 20M`): the front-end kit's one unit parser.
-pub use schedlab_report::units::parse_count;
 use crate::model::{
     check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
     ModelError, Service, Strategy,
@@ -28,6 +26,8 @@ use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands,
 use crate::plot::write_figures;
 use crate::replicate::{merge, replications};
 use crate::stats::{analyse, LevelStats};
+/// Counts (`--packets 20M`): the front-end kit's one unit parser.
+pub use schedlab_report::units::parse_count;
 
 /// Default number of arrival packets simulated per traffic level.
 pub const DEFAULT_PACKETS: u64 = 100_000_000;

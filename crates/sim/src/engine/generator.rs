@@ -9,28 +9,10 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{Arrivals, Control, Msg, SimConfig};
+use super::{Arrivals, Control, Kind, Msg, SimConfig};
 use crate::expo::Ziggurat;
 use crate::model::{LengthTable, Service, TraceArrival};
 use schedlab_report::LogHist;
-
-/// What happens at one step of the shared sample path, as every lane sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
-    /// A message arrives.
-    Arrive,
-    /// A message arrives to an empty queue and all its packets start before the next arrival:
-    /// every strategy sends it the same way, so a lane may skip its policy
-    /// ([`Policy::bypass`](schedlab_policy::Policy::bypass)). Its packet starts follow in the
-    /// same chunk.
-    Alone,
-    /// A batch boundary (batch means).
-    Batch,
-    /// A listing report time.
-    Check,
-    /// The end of a chunk (serves the packet starts after the last other step).
-    End,
-}
 
 /// One step of the shared sample path. Packet starts are not steps of their own: `before` says
 /// how many of the chunk's packet starts (`Path::times`) come before this step, so a lane serves

@@ -4,8 +4,9 @@ use schedlab_policy::rr::{Fifo, RoundRobin, RoundRobinHead};
 use schedlab_policy::{Alpha, AnyPolicy, BuildOptions, FlowWeight, LeanAlpha, Message, Policy};
 use schedlab_report::LogHist;
 
-use super::generator::{Kind, Path};
+use super::generator::Path;
 use super::statistics::{class_len_results, Acc, Keys, LaneStats, LatStats, StrategyResult};
+use super::Kind;
 use super::{Msg, SimConfig};
 use crate::model::{listing_alpha, Strategy};
 

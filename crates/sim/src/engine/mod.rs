@@ -132,3 +132,21 @@ struct Msg {
     seq: u32,
     class: u32,
 }
+
+/// What happens at one step of the shared sample path, as every lane sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A message arrives.
+    Arrive,
+    /// A message arrives to an empty queue and all its packets start before the next arrival:
+    /// every strategy sends it the same way, so a lane may skip its policy
+    /// ([`Policy::bypass`](schedlab_policy::Policy::bypass)). Its packet starts follow in the
+    /// same chunk.
+    Alone,
+    /// A batch boundary (batch means).
+    Batch,
+    /// A listing report time.
+    Check,
+    /// The end of a chunk (serves the packet starts after the last other step).
+    End,
+}

@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::generator::{Generator, Kind, Path, NO_MSG};
+use super::generator::{Generator, Path, NO_MSG};
 use super::lanes::{replay_group, Lane};
 use super::statistics::{ci95, fill_path_fields, merge_closed, Checkpoint, RunResult};
+use super::Kind;
 use super::{Arrivals, Control, SimConfig};
 use crate::model::{listing_alpha, Service, Strategy};
 

@@ -4,7 +4,7 @@
 use schedlab_report::LogHist;
 use serde::Serialize;
 
-use super::generator::Kind;
+use super::Kind;
 use super::Msg;
 use schedlab_policy::{Alpha, AlphaStats};
 
