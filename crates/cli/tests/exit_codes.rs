@@ -69,8 +69,41 @@ fn usage_errors_exit_2_and_errors_exit_1() {
     }
 }
 
-/// Starts `args`, waits until its stdout shows `ready` (the run is under way), sends `signal`,
-/// and returns (exit code, stdout, stderr).
+/// The signal number of `kill`'s `-INT` / `-TERM`.
+fn signo(signal: &str) -> u32 {
+    match signal {
+        "-INT" => 2,
+        "-TERM" => 15,
+        _ => panic!("unknown signal {signal}"),
+    }
+}
+
+/// Whether process `pid` catches signal `sig`: bit `sig - 1` of `SigCgt` in /proc/PID/status.
+fn catches(pid: u32, sig: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
+}
+
+/// Waits until `child` has installed its handler for `signal` (an observable event: the kernel's
+/// caught-signal mask), so the signal cannot arrive before the handler and kill the process.
+fn wait_for_handler(child: &mut std::process::Child, signal: &str, what: &str) {
+    let t = Instant::now();
+    while !catches(child.id(), signo(signal)) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what}: exited ({status}) before catching {signal}");
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{what}: no handler for {signal} in a minute");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Starts `args`, waits until its stdout shows `ready` (the run is under way) and until it catches
+/// `signal`, sends `signal`, and returns (exit code, stdout, stderr). Each run is sized to last far
+/// longer (a minute) than it takes to get here, so it cannot finish before the signal.
 fn interrupt(args: &[&str], ready: &str, signal: &str, dir: &std::path::Path) -> (i32, String, String) {
     let mut child = schedlab().args(args).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -85,9 +118,7 @@ fn interrupt(args: &[&str], ready: &str, signal: &str, dir: &std::path::Path) ->
         seen.push_str(&line);
         assert!(t.elapsed() < Duration::from_secs(60), "{args:?}: no {ready:?} in a minute");
     }
-    // Past the start line, well inside the run (no start line to wait for: sim's header is
-    // block-buffered on a pipe, sweep --quiet prints nothing; give the handler time to be set).
-    std::thread::sleep(Duration::from_millis(if ready.is_empty() { 1500 } else { 400 }));
+    wait_for_handler(&mut child, signal, &format!("{args:?}"));
     Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
     let (mut rest, mut err) = (String::new(), String::new());
     out.read_to_string(&mut rest).unwrap();
@@ -96,23 +127,57 @@ fn interrupt(args: &[&str], ready: &str, signal: &str, dir: &std::path::Path) ->
     (status.code().unwrap_or_else(|| panic!("{args:?}: killed by {signal}: {status}")), seen + &rest, err)
 }
 
+/// A sweep of two cells: a tiny first one (its journal line is the event the test waits for) and a
+/// second one of 4 G packets (minutes of work), so the signal always lands inside the second.
+/// Returns (exit code, stderr, journal lines).
+fn interrupt_sweep(signal: &str, dir: &std::path::Path) -> (i32, String, usize) {
+    std::fs::write(
+        dir.join("grid.toml"),
+        "strategies = [\"RR\", 10]\n[[grid]]\ntraffic = [50]\npackets = \"20k\"\n[[grid]]\ntraffic = [50]\npackets = \"4G\"\n",
+    )
+    .unwrap();
+    let out_file = format!("o{signal}.parquet");
+    let journal = dir.join(format!("{out_file}.journal"));
+    let _ = std::fs::remove_file(&journal);
+    let mut child = schedlab()
+        .args(["sweep", "grid.toml", "--out", &out_file, "--jobs", "1", "--quiet"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = || std::fs::read_to_string(&journal).map(|s| s.lines().count()).unwrap_or(0);
+    let t = Instant::now();
+    // The header line, then the first cell's line.
+    while lines() < 2 {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("sweep {signal}: exited ({status}) before its first cell");
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "sweep {signal}: no finished cell in a minute");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    wait_for_handler(&mut child, signal, "sweep");
+    Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    let code = status.code().unwrap_or_else(|| panic!("sweep: killed by {signal}: {status}"));
+    assert!(!dir.join(&out_file).exists(), "sweep {signal}: an interrupted sweep writes no table");
+    (code, err, lines())
+}
+
 #[test]
 fn long_runs_interrupted_by_sigint_or_sigterm_exit_130_with_partial_results() {
     let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     std::fs::write(dir.join("w.txt"), "thread all\n1000s 1M 500 1\n").unwrap();
-    std::fs::write(
-        dir.join("grid.toml"),
-        "traffic = [50, 60, 70, 80, 90]\nstrategies = [\"RR\", 10]\npackets = \"4M\"\nreplications = 4\n",
-    )
-    .unwrap();
     for signal in ["-INT", "-TERM"] {
         // (command, a stdout line that shows the run started, what the partial result says)
         let cases: [(&[&str], &str, &str); 6] = [
             (&["sched", "-t", "2", "-f", "w.txt", "-d", "60"], "config:", "interrupted"),
             (&["predict", "-t", "2", "-f", "w.txt", "-b", "10M", "--algs", "fifo,sf"], "workload:", "interrupted"),
-            (&["sim", "--packets", "2G", "--threads", "1"], "", ""),
+            (&["sim", "--packets", "2G", "--threads", "1"], "", "interrupted"),
             (&["semtest", "-D", "60s", "--interval", "100", "--allow-degraded"], "# semtest:", ""),
             (&["notify", "-D", "60s", "--allow-degraded"], "# notify test", ""),
             (
@@ -129,9 +194,10 @@ fn long_runs_interrupted_by_sigint_or_sigterm_exit_130_with_partial_results() {
                 assert!(out.contains(says) || err.contains(says), "{args:?} {signal}: {out}\n{err}");
             }
         }
-        let out_file = format!("o{signal}.parquet");
-        let (c, out, err) = interrupt(&["sweep", "grid.toml", "--out", &out_file, "--jobs", "1", "--quiet"], "", signal, dir);
-        assert_eq!(c, 130, "sweep {signal}: {out}\n{err}");
+        let (c, err, kept) = interrupt_sweep(signal, dir);
+        assert_eq!(c, 130, "sweep {signal}: {err}");
+        assert!(err.contains("interrupted: 1 of 2 cells finished"), "sweep {signal}: {err}");
+        assert_eq!(kept, 2, "sweep {signal}: the journal keeps its header and the finished cell");
     }
 }
 

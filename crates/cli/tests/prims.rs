@@ -290,8 +290,7 @@ fn semtest_placement_is_printed_per_pair_and_read_back() {
     assert!(p.contains(&format!("marco CPU {0} (ran on {0}), polo CPU {0} (ran on {0})", c[0])), "{p}");
     assert!(out.contains("one-way"), "{out}");
     if c.len() < 2 {
-        eprintln!("SKIP: cross-core placement needs 2 CPUs, this machine has {}", c.len());
-        return;
+        schedlab_report::skip!("cross-core placement needs 2 CPUs, this machine has {}", c.len());
     }
     let fixed = format!("{}:{}", c[0], c[1]);
     let out = ok(&["semtest", "-i", "300", "--interval", "0", "--placement", &fixed, "--primitive", "futex"]);
@@ -368,29 +367,30 @@ fn more_threads_than_cpus_without_pin_runs_unpinned_and_says_so() {
 }
 
 /// Runs schedlab with no privileges: as `nobody` through setpriv when we are root, or as we are.
-fn unprivileged(args: &[&str]) -> Option<Output> {
+/// `Err` says why privileges cannot be dropped here.
+fn unprivileged(args: &[&str]) -> Result<Output, String> {
     let bin = assert_cmd::cargo::cargo_bin("schedlab");
     if !is_root() {
-        return Some(run(args));
+        return Ok(run(args));
     }
-    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists())?;
-    let probe = std::process::Command::new(setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-        .arg(&bin)
-        .arg("--version")
-        .output()
-        .ok()?;
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("no way to drop privileges here (no setpriv; apt-get install util-linux)")?;
+    let as_nobody = |extra: &[&str]| {
+        std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+            .arg(&bin)
+            .args(extra)
+            .current_dir(std::env::temp_dir())
+            .output()
+            .map_err(|e| format!("cannot run {setpriv}: {e}"))
+    };
+    let probe = as_nobody(&["--version"])?;
     if !probe.status.success() {
-        eprintln!("SKIP: user nobody cannot run {}: {}", bin.display(), String::from_utf8_lossy(&probe.stderr).trim());
-        return None;
+        return Err(format!("user nobody cannot run {}: {}", bin.display(), String::from_utf8_lossy(&probe.stderr).trim()));
     }
-    std::process::Command::new(setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-        .arg(&bin)
-        .args(args)
-        .current_dir(std::env::temp_dir())
-        .output()
-        .ok()
+    as_nobody(args)
 }
 
 /// Effective uid 0, read from /proc (no libc in this crate's dev-dependencies).
@@ -404,16 +404,15 @@ fn is_root() -> bool {
 #[test]
 fn unprivileged_rt_request_is_refused_or_reported() {
     let args = ["semtest", "-i", "100", "--interval", "0", "-n", "1", "-p", "50"];
-    let Some(o) = unprivileged(&args) else {
-        eprintln!("SKIP: no way to drop privileges here (no setpriv)");
-        return;
+    let o = match unprivileged(&args) {
+        Ok(o) => o,
+        Err(why) => schedlab_report::skip!("{why}"),
     };
     let (out, err) = (stdout(&o), stderr(&o));
     if o.status.success() {
         // Only possible if this unprivileged user may use RT priorities (RLIMIT_RTPRIO).
         assert!(out.contains("Policy:         SCHED_FIFO\n") && out.contains("Priority:       50\n"), "{out}");
-        eprintln!("SKIP: this unprivileged user is allowed RT priority 50; the refusal path was not exercised");
-        return;
+        schedlab_report::skip!("this unprivileged user is allowed RT priority 50; the refusal path was not exercised");
     }
     assert!(err.contains("not granted") && err.contains("--allow-degraded"), "{err}");
     let mut degraded = args.to_vec();

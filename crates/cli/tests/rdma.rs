@@ -152,8 +152,21 @@ fn two_emulated_flows_run_concurrently_and_are_analysed() {
     assert!(f["gbps"].as_f64().unwrap() > 0.0);
     assert!(o["completed_at_cut"].as_u64().unwrap() <= o["count"].as_u64().unwrap());
     assert!(o["cut_time_us"].as_f64().unwrap() <= f["cut_time_us"].as_f64().unwrap());
+    // Each flow's rate is what it completed by the cut over the time it took, and the index is
+    // Jain's formula over those two rates, (a+b)²/(2(a²+b²)), written out here. (Any two rates give
+    // an index in [0.5, 1]; these checks fail if a field is computed from the wrong numbers.)
+    let rate = |f: &serde_json::Value| {
+        let bits = f["bytes_per_msg"].as_f64().unwrap() * f["completed_at_cut"].as_f64().unwrap() * 8.0;
+        bits / (f["cut_time_us"].as_f64().unwrap() * 1e3)
+    };
+    for fl in [f, o] {
+        let g = fl["gbps"].as_f64().unwrap();
+        assert!((g - rate(fl)).abs() <= 1e-9 * g.max(1.0), "{fl}");
+    }
+    let (ra, rb) = (rate(&flows[0]), rate(&flows[1]));
+    let want = (ra + rb).powi(2) / (2.0 * (ra * ra + rb * rb));
     let jain = v["jain"].as_f64().unwrap();
-    assert!((0.5..=1.0).contains(&jain), "{jain}");
+    assert!((jain - want).abs() < 1e-9, "jain {jain} vs {want} from {ra} and {rb} Gb/s");
     // The windows account for every byte of both flows.
     let w = v["windows"].as_array().unwrap();
     let window_us = v["window_us"].as_f64().unwrap();
@@ -291,8 +304,7 @@ fn bad_input_gives_clear_errors() {
 #[test]
 fn verbs_backend_without_device_explains_in_one_line() {
     if Path::new("/sys/class/infiniband").read_dir().map(|mut d| d.next().is_some()).unwrap_or(false) {
-        eprintln!("SKIP: an RDMA device exists on this machine; the no-device path cannot be checked");
-        return;
+        schedlab_report::skip!("an RDMA device exists on this machine; the no-device path cannot be checked");
     }
     let out = schedlab()
         .args(["rdma", "-F", "-e", "-s", "4096", "-n", "10", "-p", "0"])

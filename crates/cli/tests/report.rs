@@ -5,7 +5,7 @@
 //! from its fd 4). That gives, unlike `--dump-dom` / `--enable-logging`, the level of every
 //! console message, uncaught exceptions and the browser's own log (failed loads, blocked
 //! requests), the laid-out size of every figure and a screenshot, all from one page load.
-//! Without Chromium the browser test prints `SKIP: chromium not installed` and passes.
+//! Without Chromium the browser test skips visibly (`schedlab_report::skip!`: named in CI's summary).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -435,9 +435,7 @@ fn page_of_every_kind_renders_in_chromium() {
     cells_expected.push(format!("schedlab {sched_cmd}"));
 
     let Some(exe) = chromium() else {
-        println!("SKIP: chromium not installed (apt-get install chromium); the page was checked without a browser");
-        eprintln!("SKIP: chromium not installed");
-        return;
+        schedlab_report::skip!("chromium not installed (apt-get install chromium); the page was checked without a browser");
     };
     let mut b = Browser::start(&exe);
     let target = b.call(None, "Target.createTarget", json!({"url": "about:blank"}));

@@ -106,29 +106,7 @@ proptest! {
 
     #[test]
     fn exactly_once_in_flow_order_and_work_conserving(ops in ops(), alpha in 0.0f64..40.0) {
-        for (mut p, flow_order) in every_policy(alpha) {
-            let (out, msgs) = drive(&mut p, &ops)?;
-            let mut seen = vec![0u32; msgs.len()];
-            let mut done = vec![false; msgs.len()];
-            let mut last_done = vec![None::<u32>; FLOWS as usize];
-            for (id, last) in out {
-                let i = id as usize;
-                prop_assert!(!done[i], "{}: a packet of message {} after its last", p.label(), id);
-                seen[i] += 1;
-                if last {
-                    prop_assert_eq!(seen[i], msgs[i].1, "{}: message {} ended early", p.label(), id);
-                    done[i] = true;
-                    let f = msgs[i].0 as usize;
-                    if flow_order {
-                        if let Some(prev) = last_done[f] {
-                            prop_assert!(id > prev, "{}: flow {} finished {} after {}", p.label(), f, id, prev);
-                        }
-                    }
-                    last_done[f] = Some(id);
-                }
-            }
-            prop_assert!(done.iter().all(|d| *d), "{}: a message was not delivered", p.label());
-        }
+        exactly_once(&ops, alpha)?;
     }
 
     #[test]
@@ -203,5 +181,51 @@ proptest! {
             }
             prop_assert_eq!(a, b, "{}", through.label());
         }
+    }
+}
+
+/// The contract's first three points over every policy: exactly once, per-flow order where
+/// promised, work conservation (checked at every step by `drive`).
+fn exactly_once(ops: &[Op], alpha: f64) -> Result<(), TestCaseError> {
+    for (mut p, flow_order) in every_policy(alpha) {
+        let (out, msgs) = drive(&mut p, ops)?;
+        let mut seen = vec![0u32; msgs.len()];
+        let mut done = vec![false; msgs.len()];
+        let mut last_done = vec![None::<u32>; FLOWS as usize];
+        for (id, last) in out {
+            let i = id as usize;
+            prop_assert!(!done[i], "{}: a packet of message {} after its last", p.label(), id);
+            seen[i] += 1;
+            if last {
+                prop_assert_eq!(seen[i], msgs[i].1, "{}: message {} ended early", p.label(), id);
+                done[i] = true;
+                let f = msgs[i].0 as usize;
+                if flow_order {
+                    if let Some(prev) = last_done[f] {
+                        prop_assert!(id > prev, "{}: flow {} finished {} after {}", p.label(), f, id, prev);
+                    }
+                }
+                last_done[f] = Some(id);
+            }
+        }
+        prop_assert!(done.iter().all(|d| *d), "{}: a message was not delivered", p.label());
+    }
+    Ok(())
+}
+
+/// A burst of 600 to 800 messages at one instant (lengths 1..=200, random flows), then random
+/// arrivals and takes: long queues in every policy, and the alpha policy's waiting messages past
+/// the 512 at which they move from a sorted vector to a heap (props.rs checks that mode is reached).
+fn long_ops() -> impl Strategy<Value = Vec<Op>> {
+    let arrive = (0..FLOWS, 1u32..=200, prop::sample::select(vec![1u32, 60, 1500])).prop_map(|(f, n, b)| Op::Arrive(f, n, b));
+    (prop::collection::vec(arrive, 600..800), ops()).prop_map(|(burst, rest)| burst.into_iter().chain(rest).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 24 }))]
+
+    #[test]
+    fn long_queues_keep_the_contract(ops in long_ops(), alpha in 0.0f64..40.0) {
+        exactly_once(&ops, alpha)?;
     }
 }

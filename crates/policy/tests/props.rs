@@ -363,6 +363,55 @@ fn long_queues_switch_to_a_heap_and_back_without_changing_order() {
     // 2000 messages queued at once exceeds the sorted-vector limit.
     let ops: Vec<Op> = (0..2000).map(|i| Op::Arrive(1 + (i * 7919) % 23)).chain([Op::Take(1)]).collect();
     for a in [1.0, 10.0, 100.0] {
+        let mut p = alpha_sched(a);
+        for (id, op) in ops.iter().enumerate() {
+            if let Op::Arrive(len) = op {
+                p.enqueue(Message::new(id as u32, 0, *len)).unwrap();
+            }
+        }
+        assert_eq!(rest_form(&p), "heap", "alpha {a}: the mode this test is about was not reached");
         assert_eq!(drive(&mut alpha_sched(a), &ops), drive_listing(a, &ops));
+    }
+}
+
+/// The alpha policy's internal form, read from its `Debug` output: whether the waiting messages
+/// outside the length classes are held as a binary heap (more than 512 of them) or a sorted vector.
+fn rest_form(p: &AlphaSched<u32>) -> &'static str {
+    let d = format!("{p:?}");
+    match (d.contains("rest: Heap("), d.contains("rest: Sorted(")) {
+        (true, false) => "heap",
+        (false, true) => "sorted",
+        _ => panic!("cannot read the rest's form from {}", &d[..d.len().min(300)]),
+    }
+}
+
+/// A burst of `n` messages arriving at one instant with lengths drawn from 1..=200, then random
+/// arrivals and takes. With at most eight length classes, and a newcomer joining the FIFO tail only
+/// when it ranks behind every waiting message (a running maximum: about ln n of them), more than
+/// 512 of the burst wait in the sorted-then-heap structure.
+fn burst_ops() -> impl Strategy<Value = Vec<Op>> {
+    (prop::collection::vec((1u32..=200).prop_map(Op::Arrive), 640..900), ops())
+        .prop_map(|(burst, rest)| burst.into_iter().chain(rest).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 }))]
+
+    /// The heap mode (issue 37): reached by construction and checked from the policy's own state,
+    /// decision for decision against the listing, and back to the sorted form once drained.
+    #[test]
+    fn alpha_heap_mode_matches_the_listing(ops in burst_ops(), alpha in prop::sample::select(vec![1.0, 2.5, 10.0, 100.0])) {
+        let burst = ops.iter().take_while(|o| matches!(o, Op::Arrive(_))).count();
+        let mut p = alpha_sched(alpha);
+        prop_assert_eq!(rest_form(&p), "sorted");
+        for (id, op) in ops[..burst].iter().enumerate() {
+            let Op::Arrive(len) = op else { unreachable!() };
+            p.enqueue(Message::new(id as u32, id as u32 % 5, *len)).unwrap();
+        }
+        prop_assert_eq!(rest_form(&p), "heap", "{} waiting messages did not make a heap", burst);
+        // The same run from the start, through the heap and out of it, against the listing.
+        let mut q = alpha_sched(alpha);
+        prop_assert_eq!(drive(&mut q, &ops), drive_listing(alpha, &ops));
+        prop_assert_eq!(rest_form(&q), "sorted", "drained below 64: back to the sorted form");
     }
 }

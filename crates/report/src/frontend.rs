@@ -97,6 +97,10 @@ impl Interrupt {
     pub fn subscribe(&self) -> mpsc::Receiver<()> {
         let (tx, rx) = mpsc::channel();
         if let Ok(mut subs) = self.subscribers.lock() {
+            // A signal that came between the handler's installation and this call is not lost.
+            if self.requested() {
+                let _ = tx.send(());
+            }
             subs.push(tx);
         }
         rx

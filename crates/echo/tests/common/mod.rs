@@ -8,8 +8,8 @@ use schedlab_echo::client::{self, BurstConfig};
 use schedlab_echo::server::{Mode, Server, ServerConfig, UringData};
 use schedlab_echo::Size;
 
-/// Starts a quiet server of `mode` on an ephemeral loopback port, or prints a SKIP line and
-/// returns None when the kernel lacks the mechanism.
+/// Starts a quiet server of `mode` on an ephemeral loopback port, or records a skip (named in
+/// CI's summary) and returns None when the kernel lacks the mechanism.
 pub fn start(mode: Mode) -> Option<Server> {
     start_with(mode, UringData::default())
 }
@@ -17,13 +17,18 @@ pub fn start(mode: Mode) -> Option<Server> {
 /// Like [`start`], with the io_uring data path `data`.
 pub fn start_with(mode: Mode, data: UringData) -> Option<Server> {
     if let Err(e) = mode.probe() {
-        eprintln!("SKIP: {mode}: {e}");
+        skip_mode(mode, &e.to_string());
         return None;
     }
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let mut cfg = ServerConfig::new(mode, addr);
     cfg.uring_data = data;
     Some(Server::start(cfg).unwrap_or_else(|e| panic!("{mode}: {e}")))
+}
+
+/// Records that the current test skipped `mode` (the other modes still run) for `why`.
+pub fn skip_mode(mode: Mode, why: &str) {
+    schedlab_report::testkit::skip(&format!("{}[{mode}]", schedlab_report::testkit::current_test()), why);
 }
 
 /// Every (mode, io_uring data path) pair worth testing: each mode once, io_uring with each path.
