@@ -238,8 +238,7 @@ mod tests {
         use super::*;
         use std::os::fd::AsRawFd;
         if let Err(e) = probe() {
-            eprintln!("SKIP: Linux AIO on sockets unavailable: {e}");
-            return;
+            schedlab_report::skip!("Linux AIO on sockets unavailable: {e}");
         }
         let ctx = AioContext::new(4).unwrap();
         let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -271,7 +270,7 @@ mod tests {
             Ok(()) => {}
             Err(e) => {
                 assert!(!e.is_empty());
-                eprintln!("SKIP: Linux AIO on sockets unavailable: {e}");
+                schedlab_report::skip!("Linux AIO on sockets unavailable: {e}");
             }
         }
     }

@@ -308,10 +308,7 @@ mod tests {
     fn objects_disappear_when_closed() {
         let map = match create_sockmap(1, "sl_test") {
             Ok(m) => m,
-            Err(e) => {
-                eprintln!("SKIP: cannot create a sockmap here: {e}");
-                return;
-            }
+            Err(e) => schedlab_report::skip!("cannot create a sockmap here: {e}"),
         };
         let prog = load_sk_skb(&verdict_program(map.as_raw_fd()), "sl_test_v", BPF_SK_SKB_STREAM_VERDICT).unwrap();
         let (pid, mid) = (object_id(&prog).unwrap(), object_id(&map).unwrap());

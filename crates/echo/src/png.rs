@@ -39,9 +39,9 @@ mod tests {
         assert_eq!((r.width, r.height), (40, 20));
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
-        if r.font_faces == 0 {
-            eprintln!("SKIP: no system fonts (install fonts-dejavu-core); text is not rendered");
-        }
         std::fs::remove_dir_all(&dir).unwrap();
+        if r.font_faces == 0 {
+            schedlab_report::skip!("no system fonts (install fonts-dejavu-core); text is not rendered");
+        }
     }
 }

@@ -240,7 +240,18 @@ mod tests {
         let r = analyse(&a, &b, 1e6).unwrap();
         let total_b: f64 = r.windows.iter().map(|w| w.b_gbps * 1e6 * 1e3 / 8.0).sum();
         assert!((total_b - 1e12).abs() < 1.0, "{total_b}");
-        assert!(r.windows.iter().all(|w| (0.5..=1.0).contains(&w.jain)));
+        // Per window, Jain's index against values worked out by hand, (1+r)²/(2(1+r²)) with r the
+        // ratio of the two rates: window 0 holds A's first 1 GB message and B's first 1 MB one
+        // (r = 0.001: 0.500999999), windows 1..=282 are idle (1 by definition), window 283 holds
+        // A's other 999 GB and B's next 727,326 MB (r = 0.728054054: 0.975832821), and the last
+        // window (390) only B's last 272,673 MB (one flow alone: 0.5). A message counted in the
+        // wrong window changes these.
+        assert_eq!(r.windows.len(), 391);
+        assert!((r.windows[0].jain - 0.500_999_999).abs() < 1e-9, "{:?}", r.windows[0]);
+        assert!(r.windows[1..283].iter().all(|w| w.jain == 1.0 && w.a_gbps == 0.0 && w.b_gbps == 0.0));
+        assert!((r.windows[283].jain - 0.975_832_821).abs() < 1e-9, "{:?}", r.windows[283]);
+        assert!(r.windows[284..390].iter().all(|w| w.jain == 1.0));
+        assert_eq!((r.windows[390].a_gbps, r.windows[390].jain), (0.0, 0.5));
     }
 
     #[test]

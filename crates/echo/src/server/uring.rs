@@ -537,7 +537,8 @@ mod tests {
 
     fn start(data: UringData) -> Option<Server> {
         if let Err(e) = Mode::IoUring.probe() {
-            eprintln!("SKIP: {e}");
+            let test = schedlab_report::testkit::current_test();
+            schedlab_report::testkit::skip(&test, &e.to_string());
             return None;
         }
         let mut cfg = ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap());
