@@ -5,7 +5,8 @@ Reads every Rust crate under crates/ (and python/src) and the Python package pyt
 draws one arrow per file that takes a name from another file of the same crate or package, and
 prints every circle of arrows (a strongly connected group of two or more files) with the names
 that tie each arrow. It also holds each crate's schedlab dependencies (Cargo.toml) against the
-floors (MAY_IMPORT below) and fails on a new `schedlab_x::cli::` path in library code.
+floors (MAY_IMPORT below) and fails on any `schedlab_x::cli` path in library code (only the
+binary's dispatch, crates/cli, may name another crate's argv layer).
 Exit 0: all hold; exit 1: circles or crate imports (listed); exit 2: usage error.
 
 What counts as an import (Rust): a private `use crate::..`/`super::..`/`self::..`, or such a path
@@ -315,12 +316,6 @@ MAY_IMPORT: dict[str, set[str]] = {
     "predict": {"sim", "sched", "kernel", "policy", "workload", "report"},
     "sweep": {"sim", "sched", "kernel", "prims", "policy", "workload", "report"},
 }
-# A crate that reaches into another crate's argv layer (`schedlab_x::cli::`) outside crates/cli.
-# These are known and being removed (issue 34 item 2); a new one fails the check.
-KNOWN_CLI_REACHES = {
-    ("crates/predict/src/cli.rs", "schedlab_sched"),
-    ("crates/sweep/src/spec.rs", "schedlab_sim"),
-}
 
 
 def crate_rules(root: Path) -> list[str]:
@@ -342,9 +337,8 @@ def crate_rules(root: Path) -> list[str]:
         if rel.startswith("crates/cli/"):
             continue
         code = drop_cfg_test(strip_rust(f.read_text(errors="replace")))
-        for m in sorted(set(re.findall(r"\b(schedlab_\w+)\s*::\s*cli\s*::", code))):
-            if (rel, m) not in KNOWN_CLI_REACHES:
-                bad.append(f"{rel}: uses `{m}::cli::`, another crate's argv layer; use that crate's library face (Config, run)")
+        for m in sorted(set(re.findall(r"\b(schedlab_\w+)\s*::\s*cli\b", code))):
+            bad.append(f"{rel}: uses `{m}::cli`, another crate's argv layer; use that crate's library face (Config, run)")
     return bad
 
 
@@ -472,7 +466,7 @@ def self_test() -> int:
             print("self-test: the check passed a tree with circles", file=sys.stderr)
             return 1
         (root / "crates/policy/Cargo.toml").write_text("[dependencies]\nschedlab-report = { path = '../report' }\n")
-        (src / "x.rs").write_text("pub fn f() { schedlab_sim::cli::parse_count(\"1\"); }\n")
+        (src / "x.rs").write_text("use schedlab_sim::cli;\npub fn f() { cli::parse_count(\"1\"); }\n")
         rules = crate_rules(root)
         if len(rules) != 2 or "may not import" not in rules[0] or "argv layer" not in rules[1]:
             print(f"self-test: floor and cli rules not both found: {rules}", file=sys.stderr)

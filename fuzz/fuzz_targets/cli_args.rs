@@ -53,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
         }
         "sched" => {
             let argv = str_args(data);
-            if let Ok(Some(a)) = schedlab_sched::cli::parse_argv(&argv[1..]) {
+            if let Ok(Some(a)) = schedlab_sched::config::parse_argv(&argv[1..]) {
                 assert!(a.threads >= 1 && a.queue >= 1 && a.batch >= 1, "{a:?}");
             }
         }

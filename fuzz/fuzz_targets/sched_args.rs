@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use schedlab_fuzz::{str_args, text};
 use schedlab_policy::{BuildOptions, Dialect, PolicySpec};
-use schedlab_sched::cli::{parse_argv, parse_cpu_list, parse_flowsets, queue_limits};
+use schedlab_sched::config::{parse_argv, parse_cpu_list, parse_flowsets, queue_limits};
 use schedlab_sched::traffic;
 
 fuzz_target!(|data: &[u8]| {

@@ -14,7 +14,7 @@ use schedlab_policy::{Alpha, BuildOptions, Dialect, FlowWeight, PolicySpec};
 use schedlab_report::plot::figures::{predict_chart, PredictSeries};
 use schedlab_report::plot::LineChart;
 use schedlab_report::MachineInfo;
-use schedlab_sched::cli::{load, parse_argv as parse_sched_argv, Args, Argv};
+use schedlab_sched::config::{load, parse_argv as parse_sched_argv, write_message_files, Args, Argv};
 use schedlab_sched::harness::{alg_error, message_level, run as run_harness, Config, RunResult, WithAlpha};
 use schedlab_sched::messages::{merged, MsgRecord};
 use schedlab_sched::traffic::Spec;
@@ -324,7 +324,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         }
     }
     if let Some(r) = &last {
-        schedlab_sched::cli::write_message_files(&opts.sched, r)?;
+        write_message_files(&opts.sched, r)?;
     }
     let report = PredictReport {
         machine,

@@ -15,7 +15,10 @@
 //! - [`messages`]: per-message records and the arrival trace for the simulator;
 //! - [`units`]: bandwidth and duration newtypes and their parsers (`20M`, `10T`, `5us`);
 //! - [`bench`]: the policy pair cost and ring/harness throughput measurements;
-//! - [`cli`]: `schedlab sched`, the seed's command line verbatim.
+//! - [`config`]: the seed's command line verbatim as a library: argv -> [`config::Argv`], the
+//!   traffic program loaded -> [`config::Args`] (the harness [`harness::Config`]), the files a run
+//!   writes; used by `schedlab sched`, `schedlab predict` and the fuzz targets;
+//! - [`cli`]: `schedlab sched`: argv -> [`config::Args`], the run, the printed and JSON report.
 //!
 //! - [`clock`]: the harness's clock (`CLOCK_MONOTONIC` nanoseconds, read with `rdtscp` where the
 //!   kernel keeps time with the TSC).
@@ -24,6 +27,7 @@
 pub mod bench;
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod harness;
 pub mod messages;
 pub mod ring;
