@@ -38,6 +38,10 @@ const NOT_RUNNABLE: &[(&str, &str)] = &[
         "needs QEMU and a Debian guest kernel (downloaded, ~100 MB) and takes longer than a few seconds to boot",
     ),
     (
+        "testing.md",
+        "its examples run the test suite itself (minutes), the paper check (about half an hour) or CI",
+    ),
+    (
         "qdisc.md",
         "runs inside the QEMU guest (needs QEMU and a Debian guest kernel; a boot takes longer than a few seconds)",
     ),

@@ -222,6 +222,10 @@ impl RunResult {
         if let Some(why) = &self.failure {
             writeln!(out, "{p} stopped after {} of {} messages: {why}", self.completed, self.iterations)?;
         }
+        // Before the latency lines: scripts read the percentiles from the last line.
+        if let Some(d) = &self.disturbance {
+            writeln!(out, "{p} disturbance {}", d.line())?;
+        }
         if self.lat_us.count == 0 {
             return writeln!(
                 out,
@@ -233,11 +237,7 @@ impl RunResult {
             writeln!(out, "{p} post_send duration [us]: {}", post.line(""))?;
         }
         let what = if self.role == "client" { "latency (post to completion)" } else { "receive gap" };
-        writeln!(out, "{p} {what} [us]: {}", self.lat_us.line(""))?;
-        if let Some(d) = &self.disturbance {
-            writeln!(out, "{p} disturbance {}", d.line())?;
-        }
-        Ok(())
+        writeln!(out, "{p} {what} [us]: {}", self.lat_us.line(""))
     }
 }
 
