@@ -308,8 +308,11 @@ fn bad_input_is_a_clear_error() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("already in use"));
-    // Nobody listening.
     drop(l);
+    // Nobody listening: a port this test keeps bound without listening, so no other test running
+    // beside it can take the port between the check and the connect (a freed port can be).
+    let held = BoundNotListening::new();
+    let addr = held.addr();
     bin()
         .args(["burst", &addr, "4", "1", "--settle", "0"])
         .assert()
@@ -584,4 +587,38 @@ fn half_close_io_uring_copy() {
 #[test]
 fn half_close_io_uring_auto() {
     half_close_or_skip("io_uring", &["--uring-data", "auto"]);
+}
+
+/// A TCP socket bound to a loopback port and never listening: connecting to it is refused.
+struct BoundNotListening(libc::c_int, u16);
+
+impl BoundNotListening {
+    fn new() -> Self {
+        // SAFETY: plain socket calls on a socket this struct owns; `sa` and `len` outlive them.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let mut sa: libc::sockaddr_in = std::mem::zeroed();
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let rc = libc::bind(fd, (&sa as *const libc::sockaddr_in).cast(), len);
+            assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+            let mut got = len;
+            let rc = libc::getsockname(fd, (&mut sa as *mut libc::sockaddr_in).cast(), &mut got);
+            assert_eq!(rc, 0, "getsockname: {}", std::io::Error::last_os_error());
+            BoundNotListening(fd, u16::from_be(sa.sin_port))
+        }
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.1)
+    }
+}
+
+impl Drop for BoundNotListening {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is ours and closed once.
+        unsafe { libc::close(self.0) };
+    }
 }

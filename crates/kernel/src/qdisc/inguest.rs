@@ -481,20 +481,10 @@ fn udp_rcvbuf_errors() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Flow, Step};
     use super::*;
 
     fn plan(alg: Alg) -> Plan {
-        Plan {
-            alg,
-            flows: vec![Flow { weight: 100, max_len: 1500 }, Flow { weight: 1, max_len: 1500 }],
-            clients: vec![vec![Step { duration_ns: 3_000_000_000, rate_bps: 10_000_000, pkt_len: 1500, burst: 1 }]; 2],
-            link_bps: 5_000_000,
-            queue_pkts: 1000,
-            warmup_s: 1.0,
-            traffic: "t".into(),
-            seed: 1,
-        }
+        super::super::test_plan(alg)
     }
 
     #[test]

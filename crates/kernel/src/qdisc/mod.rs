@@ -407,21 +407,27 @@ impl QdiscReport {
     }
 }
 
+/// The plan the unit tests share: two saturating 10 Mb/s senders, weights 100:1, a 5 Mb/s link.
+#[cfg(test)]
+pub(crate) fn test_plan(alg: Alg) -> Plan {
+    Plan {
+        alg,
+        flows: vec![Flow { weight: 100, max_len: 1500 }, Flow { weight: 1, max_len: 1500 }],
+        clients: vec![vec![Step { duration_ns: 3_000_000_000, rate_bps: 10_000_000, pkt_len: 1500, burst: 1 }]; 2],
+        link_bps: 5_000_000,
+        queue_pkts: 1000,
+        warmup_s: 1.0,
+        traffic: "t".into(),
+        seed: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn plan(alg: Alg) -> Plan {
-        Plan {
-            alg,
-            flows: vec![Flow { weight: 100, max_len: 1500 }, Flow { weight: 1, max_len: 1500 }],
-            clients: vec![vec![Step { duration_ns: 3_000_000_000, rate_bps: 10_000_000, pkt_len: 1500, burst: 1 }]; 2],
-            link_bps: 5_000_000,
-            queue_pkts: 1000,
-            warmup_s: 1.0,
-            traffic: "t".into(),
-            seed: 1,
-        }
+        test_plan(alg)
     }
 
     fn answer(shares: &[(f64, bool)], saturated: bool) -> KernelAnswer {
