@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+mod common;
+use common::catches;
+
 fn bin() -> Command {
     let mut c = Command::cargo_bin("schedlab").unwrap();
     c.timeout(Duration::from_secs(60));
@@ -20,16 +23,6 @@ struct Srv {
     child: Child,
     port: u16,
     out: BufReader<std::process::ChildStdout>,
-}
-
-/// Whether process `pid` catches signal `sig`: bit `sig - 1` of `SigCgt` in /proc/PID/status.
-fn catches(pid: u32, sig: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
 }
 
 /// Waits until `child` has installed its handler for signal `sig` (the kernel's caught-signal

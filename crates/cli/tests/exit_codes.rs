@@ -8,6 +8,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::catches;
+
 fn schedlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_schedlab"))
 }
@@ -76,16 +79,6 @@ fn signo(signal: &str) -> u32 {
         "-TERM" => 15,
         _ => panic!("unknown signal {signal}"),
     }
-}
-
-/// Whether process `pid` catches signal `sig`: bit `sig - 1` of `SigCgt` in /proc/PID/status.
-fn catches(pid: u32, sig: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
 }
 
 /// Waits until `child` has installed its handler for `signal` (an observable event: the kernel's
