@@ -102,7 +102,7 @@ fn drive(p: &mut AnyPolicy<u32>, ops: &[Op]) -> Result<Drive, TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 300 }))]
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 300 }))]
 
     #[test]
     fn exactly_once_in_flow_order_and_work_conserving(ops in ops(), alpha in 0.0f64..40.0) {
@@ -222,9 +222,13 @@ fn long_ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 24 }))]
+    #![proptest_config(ProptestConfig::with_cases(24))]
 
+    // 600-800 messages of up to 200 packets through every policy: ~70 000 dequeues per policy per
+    // case, over 20 minutes under Miri on 2 cpus (CI's stage timed out on it). The policy crate
+    // forbids unsafe code; Miri's value is in the short cases above, this one runs in the test stage.
     #[test]
+    #[cfg_attr(miri, ignore = "70 000 dequeues per policy: minutes under Miri; runs in the normal test stage")]
     fn long_queues_keep_the_contract(ops in long_ops(), alpha in 0.0f64..40.0) {
         exactly_once(&ops, alpha)?;
     }
