@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,19 +40,46 @@ def _run(args: list[str], timeout: float = 90) -> str:
     return p.stdout + p.stderr
 
 
-def _ray_processes(tag: str) -> list[str]:
-    """Processes whose command line mentions this test's Ray temp folder."""
-    out = []
+def _ray_processes(tmp: str) -> dict[int, str]:
+    """This test's Ray processes: those whose command line names its temp folder or whose
+    environment has its own HOME (every process the test's `ray start` spawned inherits it).
+    A user's own Ray processes match neither and are left alone."""
+    home = f"HOME={os.path.join(tmp, 'home')}".encode()
+    out = {}
     for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
         try:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            env = (d / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if tag in cmd and "pytest" not in cmd:
-            out.append(f"{d.name}: {cmd[:120]}")
+        if "pytest" in cmd:
+            continue
+        if tmp in cmd or home in env:
+            out[int(d.name)] = cmd[:120]
     return out
+
+
+def _stop_ours(tmp: str) -> None:
+    """Stops only this test's Ray (never `ray stop --force`, which kills every Ray process of the
+    user): SIGTERM, up to 30 s for them to exit, then SIGKILL to whatever is left."""
+    for pid in _ray_processes(tmp):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    t0 = time.monotonic()
+    while _ray_processes(tmp) and time.monotonic() - t0 < 30:
+        time.sleep(0.5)
+    for pid in _ray_processes(tmp):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    t0 = time.monotonic()
+    while _ray_processes(tmp) and time.monotonic() - t0 < 10:
+        time.sleep(0.2)
 
 
 def _isolate(tmp: str) -> dict[str, str | None]:
@@ -101,11 +129,8 @@ def cluster() -> Iterator[str]:
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=90)
-        t0 = time.monotonic()
-        while _ray_processes(tmp) and time.monotonic() - t0 < 30:
-            time.sleep(0.5)
-        left = _ray_processes(tmp)
+        _stop_ours(tmp)
+        left = [f"{pid}: {cmd}" for pid, cmd in _ray_processes(tmp).items()]
         _restore(saved)
         subprocess.run(["rm", "-rf", tmp], check=False)
         assert not left, f"Ray processes left behind: {left}"

@@ -41,13 +41,23 @@ fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
     }
     assert!(text.contains("TOTAL:") && text.contains("Mpps"), "{text}");
     assert!(text.contains("link: nominal 20.00 Mb/s, achieved"), "{text}");
-    // The weight-100 flow gets more of the link (loosely: 5 spinning threads share the cores, so
-    // client 0 can miss refilling its ring; exact shares are tested in crates/sched/tests).
+    // The weight-100 flow gets more of the link, as long as client 0 kept packets waiting: its ring
+    // (-q 100 packets) holds 60 ms of the 20 Mb/s link. Five spinning threads share the cores, so
+    // the run's own disturbance record says whether client 0 ever went longer than that without a
+    // CPU; if it did, the share says nothing about the policy and the check is a visible skip.
+    // (Shares among backlogged flows are tested exactly in crates/sched/tests/harness.rs.)
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
     let clients = v["clients"].as_array().unwrap();
     assert_eq!(clients.len(), 4);
     let bits = |i: usize| clients[i]["bits"].as_f64().unwrap();
-    assert!(bits(0) > 2.0 * bits(1), "weight 100 vs 1: {} vs {}", bits(0), bits(1));
+    let gap0 = v["disturbance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["thread"] == "client0")
+        .and_then(|t| t["max_gap_ns"].as_u64())
+        .expect("the JSON records client 0's longest loop gap");
+    let ring_ns = 100 * 1500 * 8 * 1_000_000_000u64 / 20_000_000;
     for c in clients {
         let gen = c["generated_pkts"].as_u64().unwrap();
         let parts = ["transmitted_pkts", "ring_full_drops", "sched_drops", "queued_at_stop_pkts"]
@@ -73,6 +83,15 @@ fn seed_example_runs_verbatim_and_writes_timestamps_and_json() {
             assert_eq!(f[4], "1500");
             assert!(f[..4].iter().all(|x| x.parse::<u64>().is_ok()), "{line:?}");
         }
+    }
+    if gap0 < ring_ns {
+        assert!(bits(0) > 2.0 * bits(1), "weight 100 vs 1: {} vs {} (client 0's longest gap {gap0} ns)", bits(0), bits(1));
+    } else {
+        schedlab_report::skip!(
+            "weight-100 share not judged: client 0 went {} ms without running, longer than its ring's {} ms",
+            gap0 / 1_000_000,
+            ring_ns / 1_000_000
+        );
     }
 }
 

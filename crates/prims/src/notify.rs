@@ -168,7 +168,13 @@ fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
     let mut probe = Probe::start(start);
     while received < sh.target.load(Ordering::SeqCst) {
         let k = sh.ch.wait()?;
-        end = now_ns();
+        let now = now_ns();
+        if received >= sh.target.load(Ordering::SeqCst) {
+            // The sender's stop poke after it lowered the target: every real notification was
+            // already received, so this wake-up is neither counted nor timed.
+            break;
+        }
+        end = now;
         probe.tick(end);
         if test == NotifyTest::Sender {
             lat.record(end.saturating_sub(sh.sent_at.load(Ordering::Acquire)));
@@ -292,6 +298,12 @@ mod tests {
             assert!(r.sender.stopped_by_duration, "{test:?}");
             assert!(r.sender.sent > 0);
             assert_eq!(r.receiver.received, r.sender.sent, "{test:?}");
+            if test == NotifyTest::Sender {
+                // The sender's stop poke is not a notification: one wake-up and one latency sample
+                // per notification sent, not one more.
+                assert_eq!(r.receiver.wakeups, r.sender.sent, "{test:?}");
+                assert_eq!(r.receiver.wake_latency_ns.count, r.sender.sent, "{test:?}");
+            }
             assert!(!r.interrupted);
         }
     }
