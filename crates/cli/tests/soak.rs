@@ -150,7 +150,9 @@ fn echo_250_concurrent_clients_every_mode_every_byte_and_no_leak() {
             }
         };
         let pid = srv.child.id();
-        std::thread::sleep(Duration::from_millis(100));
+        // No settling wait: `Server::start` creates every fd and thread the server keeps (the
+        // listener, the shutdown eventfd, the ring, the accept thread) before the "listening on"
+        // line is printed, so this snapshot is the server's resting state.
         let before = resources(pid);
         let t = Instant::now();
         let sent: u64 = std::thread::scope(|sc| {
