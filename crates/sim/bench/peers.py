@@ -7,7 +7,7 @@ packets with 10%; mean 4.7), FIFO, deterministic one-time-unit packet service (`
 arrival packets. It then
 
   * checks agreement: per load and message length, every pair of simulators' 95% intervals
-    (batch means) overlap, and each mean lies within 2 half-widths of M/G/1 theory (printed by
+    (batch means within a run, pooled over the rounds, whose seeds differ) overlap, and each mean lies within 2 half-widths of M/G/1 theory (printed by
     schedlab sim; recomputed here, Pollaczek-Khinchine, and the two must match);
   * prints arrival packets per CPU second of each process (user + sys of the child: one core,
     since every peer and `schedlab sim --threads 1` is single-threaded), median over --reps runs,
@@ -17,7 +17,7 @@ A priority row: Ciw's preemptive-resume priority classes by message length (shor
 checked against the M/G/1 preemptive-resume priority formula, beside schedlab's SF, which is
 *not* the same discipline (see docs/guide/sim.md, "Against other simulators").
 
-  crates/sim/bench/peers.py                 # 200k packets per run, 3 rounds: a few minutes
+  crates/sim/bench/peers.py                 # 500k packets per run, 3 rounds: about 6 minutes here
   crates/sim/bench/peers.py --big           # 2M packets per run, 5 rounds
   crates/sim/bench/peers.py --self-test     # the agreement logic and theory on fixed numbers
 
@@ -82,6 +82,18 @@ def agreement(results, theory, names):
     return ok, notes
 
 
+def pool(runs):
+    """Independent runs (seeds 1..n) of equal length -> (packets per run, {length: (mean, hw)}, analytic):
+    the mean of the runs' means, and a half-width sqrt(sum hw_i^2) / n (independent estimates)."""
+    n = len(runs)
+    cells = {}
+    for l in LENGTHS:
+        ms = [r[1][l][0] for r in runs]
+        hs = [r[1][l][1] for r in runs]
+        cells[l] = (sum(ms) / n, sum(h * h for h in hs) ** 0.5 / n)
+    return statistics.median_low(r[0] for r in runs), cells, runs[0][2]
+
+
 def self_test():
     t = fifo_theory(0.5)
     assert abs(t[1] - 5.308510638297872) < 1e-12, t  # schedlab sim's printed FIFO (theory), det service, 50%
@@ -99,6 +111,8 @@ def self_test():
     far = {"a": {l: (t[l] + 0.7, 0.3) for l in LENGTHS}}
     ok, notes = agreement(far, t, ["a"])
     assert not ok and any("from theory" in n for n in notes), notes
+    pooled = pool([(10, {l: (1.0, 0.3) for l in LENGTHS}, None), (12, {l: (2.0, 0.4) for l in LENGTHS}, None)])
+    assert pooled[0] == 10 and abs(pooled[1][1][0] - 1.5) < 1e-12 and abs(pooled[1][5][1] - 0.25) < 1e-12, pooled
     print("peers.py self-test: ok")
 
 
@@ -177,8 +191,8 @@ def parse_schedlab(stdout, label):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="See the module docstring for details.")
-    ap.add_argument("--packets", type=int, default=200_000, help="arrival packets per run [200000]")
-    ap.add_argument("--reps", type=int, default=3, help="timed rounds (median) [3]")
+    ap.add_argument("--packets", type=int, default=500_000, help="arrival packets per run [500000]")
+    ap.add_argument("--reps", type=int, default=3, help="rounds, seeds 1..N: speed is the median, agreement pools them [3]")
     ap.add_argument("--loads", default="50,90", help="loads in percent [50,90]")
     ap.add_argument("--big", action="store_true", help="2M packets, 5 rounds (about half an hour here)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed to each child [600]")
@@ -239,10 +253,11 @@ def main():
             rows.append((load, "prio", ["schedlab"] + (["ciw"] if "ciw" in peers else [])))
 
     cpu = {}  # (load, disc, name) -> [cpu s]
+    rates = {}  # (load, disc, name) -> [arrival packets / cpu s]
     wall = {}
-    out = {}  # (load, disc, name) -> (packets, cells, analytic)
+    runs = {}  # (load, disc, name) -> [(packets, cells, analytic)], one per round (seed = round)
     failed = []
-    print(f"# peers: {a.packets:,} arrival packets per run, {a.reps} rounds, loads {a.loads}%, service det, seed 1")
+    print(f"# peers: {a.packets:,} arrival packets per run, {a.reps} rounds (seeds 1..{a.reps}), loads {a.loads}%, service det")
     print(f"# {ver}; " + "; ".join(f"{n} {v[1]}" for n, v in peers.items()))
     for rnd in range(a.reps):
         for load, disc, names in rows:
@@ -252,20 +267,22 @@ def main():
                 if key in failed:
                     continue
                 try:
-                    stdout, c, w = run_child(command(name, load, disc), a.timeout)
+                    stdout, c, w = run_child(command(name, load, disc, seed=rnd + 1), a.timeout)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     print(f"FAIL {name} at {load:g}% {disc}: {e}")
                     failed.append(key)
                     continue
                 cpu.setdefault(key, []).append(c)
                 wall.setdefault(key, []).append(w)
-                if key not in out:  # same seed every round: same output
-                    out[key] = parse_schedlab(stdout, "FIFO" if disc == "fifo" else "SF") if name == "schedlab" \
-                        else parse_peer(stdout) + (None,)
+                r = parse_schedlab(stdout, "FIFO" if disc == "fifo" else "SF") if name == "schedlab" \
+                    else parse_peer(stdout) + (None,)
+                runs.setdefault(key, []).append(r)
+                rates.setdefault(key, []).append(r[0] / c if c > 0 else float("inf"))
         print(f"# round {rnd + 1}/{a.reps} done", file=sys.stderr)
 
     all_ok = not failed
-    print("\n## Agreement: mean latency per length (time units) ± 95% half-width\n")
+    out = {k: pool(v) for k, v in runs.items()}
+    print("\n## Agreement: mean latency per length (time units) ± 95% half-width, pooled over the rounds' seeds\n")
     for load, disc, names in rows:
         names = [n for n in names if (load, disc, n) in out]
         if disc == "fifo":
@@ -298,7 +315,7 @@ def main():
         print()
 
     print("## Speed: arrival packets per CPU second (one core), median of the rounds\n")
-    print("| load | discipline | simulator | packets | CPU s (median) | wall s (median) | M packets/s | schedlab / it |")
+    print("| load | discipline | simulator | packets (median) | CPU s (median) | wall s (median) | M packets/CPU s (median) | schedlab / it |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
     for load, disc, names in rows:
         base = None
@@ -307,8 +324,8 @@ def main():
             if key not in cpu:
                 continue
             c = statistics.median(cpu[key])
-            pk = out[key][0]
-            rate = pk / c if c > 0 else float("inf")
+            pk = int(out[key][0])
+            rate = statistics.median(rates[key])
             if n == "schedlab":
                 base = rate
             ratio = f"{base / rate:.1f}x" if base and n != "schedlab" else "1"
