@@ -17,7 +17,7 @@ A priority row: Ciw's preemptive-resume priority classes by message length (shor
 checked against the M/G/1 preemptive-resume priority formula, beside schedlab's SF, which is
 *not* the same discipline (see docs/guide/sim.md, "Against other simulators").
 
-  crates/sim/bench/peers.py                 # 500k packets per run, 3 rounds: about 6 minutes here
+  crates/sim/bench/peers.py                 # 500k packets per run, 3 rounds: about 5 minutes here
   crates/sim/bench/peers.py --big           # 2M packets per run, 5 rounds
   crates/sim/bench/peers.py --self-test     # the agreement logic and theory on fixed numbers
 
