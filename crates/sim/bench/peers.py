@@ -13,8 +13,9 @@ arrival packets. It then
     since every peer and `schedlab sim --threads 1` is single-threaded), median over --reps runs,
     the peers run alternately (order rotated per round), and each peer's ratio to schedlab.
 
-A priority row: Ciw's preemptive-resume priority classes by message length (shorter first),
-checked against the M/G/1 preemptive-resume priority formula, beside schedlab's SF, which is
+A priority row: Ciw's preemptive-resume priority classes by message length (shorter first), and
+the same in SimPy (a PreemptiveResource), checked against each other and the M/G/1
+preemptive-resume priority formula, beside schedlab's SF, which is
 *not* the same discipline (see docs/guide/sim.md, "Against other simulators").
 
   crates/sim/bench/peers.py                 # 500k packets per run, 3 rounds: about 5 minutes here
@@ -250,7 +251,7 @@ def main():
     for load in loads:
         rows.append((load, "fifo", [n for n in ("schedlab", "ciw", "simpy", "ns3") if n == "schedlab" or n in peers]))
         if not a.no_prio:
-            rows.append((load, "prio", ["schedlab"] + (["ciw"] if "ciw" in peers else [])))
+            rows.append((load, "prio", ["schedlab"] + [n for n in ("ciw", "simpy") if n in peers]))
 
     cpu = {}  # (load, disc, name) -> [cpu s]
     rates = {}  # (load, disc, name) -> [arrival packets / cpu s]
@@ -297,7 +298,7 @@ def main():
         else:
             theory = prio_theory(load / 100)
             judged = [n for n in names if n != "schedlab"]
-            head = (f"{load:g}% priority: Ciw preemptive-resume classes by length vs its M/G/1 theory; "
+            head = (f"{load:g}% priority: Ciw and SimPy preemptive-resume classes by length vs M/G/1 theory; "
                     "schedlab SF (packet-granular SRPT, not the same discipline; not judged) beside it")
         print(f"{head}:\n")
         print("| length | theory | " + " | ".join(n if not (disc == "prio" and n == "schedlab") else "schedlab SF"
