@@ -19,7 +19,7 @@ preemptive-resume priority formula, beside schedlab's SF, which is
 *not* the same discipline (see docs/guide/sim.md, "Against other simulators").
 
   crates/sim/bench/peers.py                 # 500k packets per run, 3 rounds: about 5 minutes here
-  crates/sim/bench/peers.py --big           # 2M packets per run, 5 rounds
+  crates/sim/bench/peers.py --big           # 2M packets per run, 5 rounds (about 15 CPU minutes)
   crates/sim/bench/peers.py --self-test     # the agreement logic and theory on fixed numbers
 
 Ciw and SimPy go into a venv under target/peers-venv (pip, never system-wide); the ns-3 program is
@@ -195,11 +195,12 @@ def main():
     ap.add_argument("--packets", type=int, default=500_000, help="arrival packets per run [500000]")
     ap.add_argument("--reps", type=int, default=3, help="rounds, seeds 1..N: speed is the median, agreement pools them [3]")
     ap.add_argument("--loads", default="50,90", help="loads in percent [50,90]")
-    ap.add_argument("--big", action="store_true", help="2M packets, 5 rounds (about half an hour here)")
+    ap.add_argument("--big", action="store_true", help="2M packets, 5 rounds (about 15 CPU minutes; far longer in wall time on a shared machine)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed to each child [600]")
-    ap.add_argument("--schedlab", default=os.environ.get("SCHEDLAB", str(ROOT / "target/release/schedlab")))
-    ap.add_argument("--venv", default=str(ROOT / "target/peers-venv"))
-    ap.add_argument("--only", default="schedlab,ciw,simpy,ns3", help="peers to run [all]")
+    ap.add_argument("--schedlab", default=os.environ.get("SCHEDLAB", str(ROOT / "target/release/schedlab")),
+                    help="the binary [$SCHEDLAB or target/release/schedlab]")
+    ap.add_argument("--venv", default=str(ROOT / "target/peers-venv"), help="venv for Ciw and SimPy [target/peers-venv]")
+    ap.add_argument("--only", default="schedlab,ciw,simpy,ns3", help="peers to run beside schedlab (always run) [all]")
     ap.add_argument("--no-prio", action="store_true", help="leave out the priority row")
     ap.add_argument("--self-test", action="store_true", help="check the agreement logic and theory, run nothing")
     a = ap.parse_args()
@@ -211,7 +212,7 @@ def main():
     loads = [float(x) for x in a.loads.split(",")]
     only = set(a.only.split(","))
 
-    peers = {}  # name -> (command builder, version)
+    peers = {}  # name -> (executable, version)
     skips = {}
     sl = Path(a.schedlab)
     if not sl.exists():
@@ -290,7 +291,7 @@ def main():
             theory = fifo_theory(load / 100)
             sl_theory = out.get((load, disc, "schedlab"), (0, {}, {}))[2]
             for l in LENGTHS:
-                if sl_theory and abs(sl_theory[l] - theory[l]) > 1e-9 * max(1, theory[l]):
+                if sl_theory and (sl_theory.get(l) is None or abs(sl_theory[l] - theory[l]) > 1e-9 * max(1, theory[l])):
                     print(f"FAIL theory: schedlab prints {sl_theory[l]} for length {l}, this script {theory[l]}")
                     all_ok = False
             judged = names
@@ -329,7 +330,7 @@ def main():
             rate = statistics.median(rates[key])
             if n == "schedlab":
                 base = rate
-            ratio = f"{base / rate:.1f}x" if base and n != "schedlab" else "1"
+            ratio = "1" if n == "schedlab" else (f"{base / rate:.1f}x" if base else "-")
             label = {"fifo": "FIFO", "prio": "SF" if n == "schedlab" else "prio classes"}[disc]
             print(f"| {load:g}% | {label} | {n} | {pk:,} | {c:.3f} | {statistics.median(wall[key]):.3f} | "
                   f"{rate / 1e6:.3f} | {ratio} |")
