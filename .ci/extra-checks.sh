@@ -5,6 +5,8 @@ set -euo pipefail
 # (docs/guide/architecture.md); the self-test proves the check finds planted circles.
 python3 scripts/import-circles.py --self-test
 python3 scripts/import-circles.py
+# sim peers benchmark: its agreement check and theory on fixed numbers (stdlib only: no pip, no ns-3).
+python3 crates/sim/bench/peers.py --self-test
 # schedlab rdma: the real RDMA backend (libibverbs via sideway) must compile, and without an RDMA
 # device it must exit non-zero with a one-line explanation (skipped with a note if a device exists).
 cargo build --release -p schedlab --features rdma-verbs
