@@ -394,7 +394,9 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
         }
     }
     print_disturbance(o, workers.iter().filter_map(|w| w.disturbance.as_ref()));
-    finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| results::trylock::Trylock::new(ctx, run.to_result()))
+    finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| {
+        results::trylock::Trylock::new(ctx, run.to_result())
+    })
 }
 
 fn dump_samples(path: &Path, workers: &[trylock::WorkerResult]) -> Result<usize> {
@@ -603,7 +605,9 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         say!(o, "# histograms (1 us buckets: sender cost, wake-up latency) written to {}", path.display());
     }
     print_disturbance(o, [&s.disturbance, &r.disturbance].into_iter().flatten());
-    finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| results::notify::Notify::new(ctx, run.to_result()))
+    finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| {
+        results::notify::Notify::new(ctx, run.to_result())
+    })
 }
 
 fn fmt_secs(ns: u64) -> String {

@@ -210,95 +210,95 @@ fn dist_cost(d: DistCost) -> sched_result::DistCost {
 
 /// Builds the JSON report of a run.
 fn report(args: &Args, r: &RunResult, machine: MachineInfo) -> Report {
-        let secs = r.elapsed.secs().max(1e-9);
-        let mut all = schedlab_report::Hist::new();
-        let clients: Vec<SchedClient> = r
-            .clients
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                all.merge(&c.delay);
-                SchedClient {
-                    client: i,
-                    generated_pkts: c.generated,
-                    transmitted_pkts: c.transmitted,
-                    ring_full_drops: c.ring_drops,
-                    sched_drops: c.sched_drops,
-                    queued_at_stop_pkts: c.queued_at_stop,
-                    bits: c.bits,
-                    rate_bps: c.bits as f64 / secs,
-                    rate_pps: c.transmitted as f64 / secs,
-                    delay_us: c.delay.summary(1000.0),
-                    sched_passes_run: c.sched_passes,
-                    mark_polls: c.mark_polls,
-                    active: c.active,
-                    requested_cpu: c.requested_cpu,
-                    pin_error: c.pin_error.clone(),
-                    thread: c.thread.clone(),
-                }
-            })
-            .collect();
-        let total_bits: u64 = clients.iter().map(|c| c.bits).sum();
-        let total_pkts: u64 = clients.iter().map(|c| c.transmitted_pkts).sum();
-        let cfg = &args.cfg;
-        let achieved = total_bits as f64 / secs;
-        Sched {
-            schema: SchedSchema,
-            machine,
-            command: std::env::args().collect(),
-            traffic: args.traffic_source.clone(),
-            seed: cfg.seed,
-            threads: cfg.threads,
-            queue_pkts: cfg.queue,
-            alg: cfg.alg.name(),
-            label: cfg.alg.label(),
-            flows: cfg.flows.len(),
-            link_nominal_bps: cfg.bandwidth.map(|b| b.0),
-            link_achieved_bps: achieved,
-            link_utilisation: cfg.bandwidth.map(|b| achieved / b.0 as f64),
-            sched_poll_ns: cfg.sched_poll.0,
-            client_poll_ns: cfg.client_poll.0,
-            batch: cfg.batch,
-            distributed: cfg.distributed,
-            elapsed_s: r.elapsed.secs(),
-            clock: r.clock.to_string(),
-            interrupted: r.interrupted,
-            scheduler_thread: r.scheduler_thread.clone(),
-            scheduler_requested_cpu: cfg.sched_cpu,
-            scheduler_pin_error: r.sched_pin_error.clone(),
-            scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
-            client_sched_passes: r.client_passes,
-            counters: counters(r.sched.counters),
-            qmax_pkts: cfg.qmax,
-            qmin_pkts: cfg.qmin,
-            active_clients: cfg.active,
-            lock: cfg.distributed.then(|| cfg.lock.to_string()),
-            notify: cfg.distributed.then(|| cfg.notify.to_string()),
-            distributed_cost: cfg.distributed.then_some(dist_cost(r.dist)),
-            cpus_available: online_cpus(),
-            total_pkts,
-            total_bits,
-            total_rate_pps: total_pkts as f64 / secs,
-            total_rate_bps: achieved,
-            total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
-            total_delay_us: all.summary(1000.0),
-            disturbance: r.disturbance(),
-            clients,
-        }
+    let secs = r.elapsed.secs().max(1e-9);
+    let mut all = schedlab_report::Hist::new();
+    let clients: Vec<SchedClient> = r
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            all.merge(&c.delay);
+            SchedClient {
+                client: i,
+                generated_pkts: c.generated,
+                transmitted_pkts: c.transmitted,
+                ring_full_drops: c.ring_drops,
+                sched_drops: c.sched_drops,
+                queued_at_stop_pkts: c.queued_at_stop,
+                bits: c.bits,
+                rate_bps: c.bits as f64 / secs,
+                rate_pps: c.transmitted as f64 / secs,
+                delay_us: c.delay.summary(1000.0),
+                sched_passes_run: c.sched_passes,
+                mark_polls: c.mark_polls,
+                active: c.active,
+                requested_cpu: c.requested_cpu,
+                pin_error: c.pin_error.clone(),
+                thread: c.thread.clone(),
+            }
+        })
+        .collect();
+    let total_bits: u64 = clients.iter().map(|c| c.bits).sum();
+    let total_pkts: u64 = clients.iter().map(|c| c.transmitted_pkts).sum();
+    let cfg = &args.cfg;
+    let achieved = total_bits as f64 / secs;
+    Sched {
+        schema: SchedSchema,
+        machine,
+        command: std::env::args().collect(),
+        traffic: args.traffic_source.clone(),
+        seed: cfg.seed,
+        threads: cfg.threads,
+        queue_pkts: cfg.queue,
+        alg: cfg.alg.name(),
+        label: cfg.alg.label(),
+        flows: cfg.flows.len(),
+        link_nominal_bps: cfg.bandwidth.map(|b| b.0),
+        link_achieved_bps: achieved,
+        link_utilisation: cfg.bandwidth.map(|b| achieved / b.0 as f64),
+        sched_poll_ns: cfg.sched_poll.0,
+        client_poll_ns: cfg.client_poll.0,
+        batch: cfg.batch,
+        distributed: cfg.distributed,
+        elapsed_s: r.elapsed.secs(),
+        clock: r.clock.to_string(),
+        interrupted: r.interrupted,
+        scheduler_thread: r.scheduler_thread.clone(),
+        scheduler_requested_cpu: cfg.sched_cpu,
+        scheduler_pin_error: r.sched_pin_error.clone(),
+        scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
+        client_sched_passes: r.client_passes,
+        counters: counters(r.sched.counters),
+        qmax_pkts: cfg.qmax,
+        qmin_pkts: cfg.qmin,
+        active_clients: cfg.active,
+        lock: cfg.distributed.then(|| cfg.lock.to_string()),
+        notify: cfg.distributed.then(|| cfg.notify.to_string()),
+        distributed_cost: cfg.distributed.then_some(dist_cost(r.dist)),
+        cpus_available: online_cpus(),
+        total_pkts,
+        total_bits,
+        total_rate_pps: total_pkts as f64 / secs,
+        total_rate_bps: achieved,
+        total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
+        total_delay_us: all.summary(1000.0),
+        disturbance: r.disturbance(),
+        clients,
+    }
 }
 
 /// The human output: one line per client, the TOTAL line, the link and the placement.
 pub fn text(rep: &Report) -> String {
-        let mut s = String::new();
-        for c in &rep.clients {
-            let d = &c.delay_us;
-            let place = match (&c.pin_error, c.requested_cpu) {
-                (Some(e), _) => format!("cpu {}, NOT pinned: {e}", c.thread.cpu),
-                (None, Some(r)) => format!("cpu {}, pinned to {r}, allowed {:?}", c.thread.cpu, c.thread.allowed_cpus),
-                (None, None) => format!("cpu {}, not pinned", c.thread.cpu),
-            };
-            let place = if c.active { place } else { format!("{place}; inactive (-k)") };
-            s += &format!(
+    let mut s = String::new();
+    for c in &rep.clients {
+        let d = &c.delay_us;
+        let place = match (&c.pin_error, c.requested_cpu) {
+            (Some(e), _) => format!("cpu {}, NOT pinned: {e}", c.thread.cpu),
+            (None, Some(r)) => format!("cpu {}, pinned to {r}, allowed {:?}", c.thread.cpu, c.thread.allowed_cpus),
+            (None, None) => format!("cpu {}, not pinned", c.thread.cpu),
+        };
+        let place = if c.active { place } else { format!("{place}; inactive (-k)") };
+        s += &format!(
                 "client {:>3}: {:>12} bits {:>14} {:>10} pkts {:>13} {:>9} drops  delay us avg {:.1} p50 {:.1} p99 {:.1} max {:.1}  ({})\n",
                 c.client,
                 c.bits,
@@ -312,43 +312,43 @@ pub fn text(rep: &Report) -> String {
                 d.max,
                 place,
             );
+    }
+    s += &format!(
+        "TOTAL: {} bits {} {} pkts {:.3} Mpps {} drops  delay us p50 {:.1} p99 {:.1} max {:.1}  in {:.3} s\n",
+        rep.total_bits,
+        human(rep.total_rate_bps, "b/s"),
+        rep.total_pkts,
+        rep.total_rate_pps / 1e6,
+        rep.total_drops,
+        rep.total_delay_us.p50,
+        rep.total_delay_us.p99,
+        rep.total_delay_us.max,
+        rep.elapsed_s,
+    );
+    s += &match rep.link_nominal_bps {
+        Some(n) => format!(
+            "link: nominal {}, achieved {} ({:.1}% of nominal)\n",
+            Bps(n),
+            human(rep.link_achieved_bps, "b/s"),
+            100.0 * rep.link_utilisation.unwrap_or(0.0)
+        ),
+        None => format!("link: unlimited (no -b), achieved {}\n", human(rep.link_achieved_bps, "b/s")),
+    };
+    let placement = match (&rep.scheduler_thread, &rep.scheduler_pin_error) {
+        (_, Some(e)) => format!("NOT pinned ({e})"),
+        (Some(t), None) => {
+            format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
         }
-        s += &format!(
-            "TOTAL: {} bits {} {} pkts {:.3} Mpps {} drops  delay us p50 {:.1} p99 {:.1} max {:.1}  in {:.3} s\n",
-            rep.total_bits,
-            human(rep.total_rate_bps, "b/s"),
-            rep.total_pkts,
-            rep.total_rate_pps / 1e6,
-            rep.total_drops,
-            rep.total_delay_us.p50,
-            rep.total_delay_us.p99,
-            rep.total_delay_us.max,
-            rep.elapsed_s,
-        );
-        s += &match rep.link_nominal_bps {
-            Some(n) => format!(
-                "link: nominal {}, achieved {} ({:.1}% of nominal)\n",
-                Bps(n),
-                human(rep.link_achieved_bps, "b/s"),
-                100.0 * rep.link_utilisation.unwrap_or(0.0)
-            ),
-            None => format!("link: unlimited (no -b), achieved {}\n", human(rep.link_achieved_bps, "b/s")),
-        };
-        let placement = match (&rep.scheduler_thread, &rep.scheduler_pin_error) {
-            (_, Some(e)) => format!("NOT pinned ({e})"),
-            (Some(t), None) => {
-                format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
-            }
-            (None, None) => "unknown".into(),
-        };
-        let k = &rep.counters;
-        s += &format!(
+        (None, None) => "unknown".into(),
+    };
+    let k = &rep.counters;
+    s += &format!(
             "scheduler: {placement}, {} passes by the scheduler thread, {} by clients ({} idle, {} with the link busy), {} fetches, {} publishes\n",
             rep.scheduler_passes, rep.client_sched_passes, k.idle_passes, k.early_passes, k.fetches, k.publishes
         );
-        let secs = rep.elapsed_s.max(1e-9);
-        let polls: u64 = rep.clients.iter().map(|c| c.mark_polls).sum();
-        s += &format!(
+    let secs = rep.elapsed_s.max(1e-9);
+    let polls: u64 = rep.clients.iter().map(|c| c.mark_polls).sum();
+    s += &format!(
             "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped, {} visits deferred (link idle)\n",
             polls as f64 / secs,
             k.publishes as f64 / secs,
@@ -359,9 +359,9 @@ pub fn text(rep: &Report) -> String {
             k.qlimit_drops,
             k.qlimit_deferred
         );
-        s += &schedlab_report::disturb::lines(&rep.disturbance);
-        if let Some(d) = &rep.distributed_cost {
-            s += &format!(
+    s += &schedlab_report::disturb::lines(&rep.disturbance);
+    if let Some(d) = &rep.distributed_cost {
+        s += &format!(
                 "distributed (-D, lock {}, notify {}): {} client passes; try-locks {} busy / {} free, {} hand-overs, {} sleeps, {} wake-ups, {} notifies\n",
                 rep.lock.as_deref().unwrap_or("?"),
                 rep.notify.as_deref().unwrap_or("?"),
@@ -373,7 +373,7 @@ pub fn text(rep: &Report) -> String {
                 d.wakeups,
                 d.notifies
             );
-            s += &format!(
+        s += &format!(
                 "  cost: try-lock {:.1} ns avg ({} of 1 in {} timed) = {:.3} ms in try-locks; notify {:.0} ns avg = {:.3} ms in notify calls\n",
                 d.trylock_avg_ns,
                 d.trylock_sampled,
@@ -382,8 +382,8 @@ pub fn text(rep: &Report) -> String {
                 d.notify_avg_ns,
                 d.notify_total_s * 1e3
             );
-        }
-        s
+    }
+    s
 }
 
 fn bench_main(args: &Args) -> Result<i32> {

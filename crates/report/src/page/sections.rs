@@ -1089,7 +1089,11 @@ fn burst(raw: &Value, source: &str) -> Section {
     let targets = r.all_targets();
     let mut sec = Section::new(
         "burst",
-        &format!("TCP echo bursts: {} to {}", size_label(r.size_bytes as f64), targets.iter().map(|t| t.addr.as_str()).collect::<Vec<_>>().join(", ")),
+        &format!(
+            "TCP echo bursts: {} to {}",
+            size_label(r.size_bytes as f64),
+            targets.iter().map(|t| t.addr.as_str()).collect::<Vec<_>>().join(", ")
+        ),
         source,
     );
     what_was_run(
@@ -1109,9 +1113,19 @@ fn burst(raw: &Value, source: &str) -> Section {
     let ratio = |x: Option<f64>| x.map_or_else(|| "–".to_string(), num);
     sec.push(Block::Table {
         caption: "Round trip per target (us) and what the client cost per round".into(),
-        header: ["target", "rounds", "p50", "p99", "max", "p50 / target 1", "client CPU (us/round)", "syscalls/round", "bytes verified"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "target",
+            "rounds",
+            "p50",
+            "p99",
+            "max",
+            "p50 / target 1",
+            "client CPU (us/round)",
+            "syscalls/round",
+            "bytes verified",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: targets
             .iter()
             .map(|t| {
@@ -1132,7 +1146,8 @@ fn burst(raw: &Value, source: &str) -> Section {
     sec.push(Block::Heading("Figures".into()));
     let series: Vec<(String, Summary)> =
         targets.iter().filter(|t| t.rtt_us.count > 0).map(|t| (t.addr.clone(), t.rtt_us)).collect();
-    let cdf = summary_cdf(&format!("TCP echo round trip, {} bursts", size_label(r.size_bytes as f64)), "round trip (us)", &series);
+    let cdf =
+        summary_cdf(&format!("TCP echo round trip, {} bursts", size_label(r.size_bytes as f64)), "round trip (us)", &series);
     if cdf.has_data() {
         fig(&mut sec, "Round-trip CDF per target, through the recorded percentiles.", cdf.svg());
     } else {

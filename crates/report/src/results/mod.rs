@@ -157,8 +157,9 @@ pub struct KindInfo {
     pub file: &'static str,
     /// The JSON Schema, as committed.
     pub schema: fn() -> String,
-    /// Reads a parsed result as this kind's type ([`read`]) and says what does not match.
-    pub check: fn(&Value) -> Result<(), ResultError>,
+    /// Reads a parsed result as this kind's type ([`read`]) and writes it again (what the type
+    /// kept), or says what does not match.
+    pub reread: fn(&Value) -> Result<Value, ResultError>,
 }
 
 impl KindInfo {
@@ -168,13 +169,14 @@ impl KindInfo {
     }
 }
 
-fn check<K: Kind>(v: &Value) -> Result<(), ResultError> {
-    read::<K>(v).map(|_| ())
+fn reread<K: Kind>(v: &Value) -> Result<Value, ResultError> {
+    let k = read::<K>(v)?;
+    serde_json::to_value(&k).map_err(|e| ResultError::Fields { tag: K::NAME, why: format!("cannot be written again: {e}") })
 }
 
 /// The entry of [`KINDS`] for kind `K`.
 pub const fn kind<K: Kind>() -> KindInfo {
-    KindInfo { name: K::NAME, version: K::VERSION, file: K::FILE, schema: schema_text::<K>, check: check::<K> }
+    KindInfo { name: K::NAME, version: K::VERSION, file: K::FILE, schema: schema_text::<K>, reread: reread::<K> }
 }
 
 /// Every result kind, one line each. A new kind is added here (and gets a committed schema from
@@ -232,5 +234,43 @@ mod tests {
         assert!(matches!(check_tag("schedlab.sim/1", "schedlab.echo-bench", 1), Err(ResultError::OtherKind { .. })));
         let e = check_tag("schedlab.echo-bench/2", "schedlab.echo-bench", 1).unwrap_err();
         assert!(e.to_string().contains("reads schedlab.echo-bench/1"), "{e}");
+    }
+
+    #[test]
+    fn kinds_are_found_by_name_or_tag() {
+        assert_eq!(kind_named("schedlab.sched").map(|k| k.file), Some("sched.schema.json"));
+        assert_eq!(kind_named("schedlab.burst/1").map(|k| k.tag()), Some("schedlab.burst/1".to_string()));
+        assert!(kind_named("schedlab.nothing").is_none());
+    }
+
+    /// A burst target whose fields do not read is refused, not read as a run without targets.
+    #[test]
+    fn a_burst_needs_its_target() {
+        let summary = serde_json::to_value(crate::hist::Summary::default()).unwrap();
+        let machine = serde_json::to_value(crate::machine::MachineInfo::collect()).unwrap();
+        let thread = serde_json::to_value(crate::machine::ThreadInfo::current()).unwrap();
+        let cost = serde_json::to_value(burst::ClientCost::default()).unwrap();
+        let target = serde_json::json!({
+            "addr": "127.0.0.1:7", "sndbuf_bytes": 1, "rcvbuf_bytes": 1, "busy_poll_us": null, "napi_id": null,
+            "bytes_verified": 0, "congestion": "cubic", "client_cost": cost, "rtt_us": summary, "rtt_samples_us": [],
+            "disturbance": null,
+        });
+        let mut v = serde_json::json!({
+            "schema": "schedlab.burst/1", "machine": machine, "thread": thread, "size_bytes": 4, "rounds": 1,
+            "warmup": 0, "mode": "burst", "spin": false, "interrupted": false,
+        });
+        for (k, x) in target.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let b: burst::Burst = read(&v).expect("one target at the top level reads");
+        assert_eq!(b.all_targets().len(), 1);
+        assert_eq!(serde_json::to_value(&b).unwrap(), v, "and writes back unchanged");
+        let mut bad = v.clone();
+        bad["bytes_verified"] = "many".into();
+        let e = read::<burst::Burst>(&bad).unwrap_err();
+        assert!(e.to_string().contains("neither one target"), "{e}");
+        let mut both = v.clone();
+        both["targets"] = serde_json::json!([target]);
+        assert!(read::<burst::Burst>(&both).unwrap_err().to_string().contains("both"));
     }
 }
