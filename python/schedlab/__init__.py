@@ -10,21 +10,27 @@ packets), ``len_pkts == 0`` for all messages together. The simulation runs in Ru
 without holding the GIL; Ctrl-C stops it and raises ``KeyboardInterrupt``.
 
 Readers turn the other commands' files into DataFrames: :func:`read_sched_json`,
-:func:`read_timestamps`, :func:`read_semtest_json`, :func:`read_echo_bench_json`,
+:func:`read_timestamps`, :func:`read_semtest_json`, :func:`read_trylock_json`,
+:func:`read_notify_json`, :func:`read_burst_json`, :func:`read_echo_bench_json`,
 :func:`read_rdma_share_json`, and :func:`read_table` for sweep outputs (CSV or Parquet). Kinds with
-a committed JSON Schema are validated first (:func:`validate`).
+a committed JSON Schema are validated first (:func:`validate`); :func:`read_result` reads any of
+them by its ``schema`` tag.
 """
 
 from __future__ import annotations
 
 from schedlab._native import version as _version
 from schedlab.readers import (
+    read_burst_json,
     read_echo_bench_json,
+    read_notify_json,
     read_rdma_share_json,
+    read_result,
     read_sched_json,
     read_semtest_json,
     read_table,
     read_timestamps,
+    read_trylock_json,
     validate,
 )
 from schedlab.sweep import Spec, columns, load_spec, simulate, sweep
@@ -41,6 +47,10 @@ __all__ = [
     "read_sched_json",
     "read_timestamps",
     "read_semtest_json",
+    "read_trylock_json",
+    "read_notify_json",
+    "read_burst_json",
+    "read_result",
     "read_echo_bench_json",
     "read_rdma_share_json",
     "validate",

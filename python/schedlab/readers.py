@@ -51,9 +51,15 @@ def _load(path: PathLike) -> Any:
 
 
 # Schema name -> (version, file in schedlab/schemas/): the kinds with committed schemas.
+# One line per kind, as results::KINDS in crates/report/src/results/mod.rs (a Rust test compares).
 SCHEMAS: dict[str, tuple[int, str]] = {
+    "schedlab.burst": (1, "burst.schema.json"),
     "schedlab.echo-bench": (1, "echo-bench.schema.json"),
+    "schedlab.notify": (1, "notify.schema.json"),
     "schedlab.rdma-share": (1, "rdma-share.schema.json"),
+    "schedlab.sched": (1, "sched.schema.json"),
+    "schedlab.semtest": (1, "semtest.schema.json"),
+    "schedlab.trylock": (1, "trylock.schema.json"),
 }
 
 
@@ -93,6 +99,17 @@ def validate(doc: Any, name: str, source: PathLike = "<result>") -> Any:
     return doc
 
 
+def read_result(path: PathLike) -> tuple[str, dict[str, Any]]:
+    """Any tagged result file: its kind's name (``"schedlab.sched"``) and the document, validated
+    against that kind's schema. Raises ``ValueError`` for a file without a known ``schema`` tag."""
+    d = _load(path)
+    tag = d.get("schema") if isinstance(d, dict) else None
+    name = str(tag).rpartition("/")[0] if tag else ""
+    if name not in SCHEMAS:
+        raise ValueError(f"{path}: not a tagged schedlab result (schema {tag!r}); known kinds: {', '.join(sorted(SCHEMAS))}")
+    return name, validate(d, name, path)
+
+
 def read_table(path: PathLike) -> pl.DataFrame:
     """A ``schedlab sweep`` output (``.parquet`` or ``.csv``) with the sweep table's column types."""
     from schedlab.sweep import _schema
@@ -110,6 +127,7 @@ def read_sched_json(path: PathLike) -> pl.DataFrame:
     d = _load(path)
     if not isinstance(d, dict) or "clients" not in d:
         raise ValueError(f"{path}: not a `schedlab sched --json` file (no 'clients')")
+    validate(d, "schedlab.sched", path)
     common = _scalars(d)
     return _rows(d["clients"], common)
 
@@ -121,8 +139,46 @@ def read_semtest_json(path: PathLike) -> pl.DataFrame:
     run = d.get("run") if isinstance(d, dict) else None
     if not isinstance(run, dict) or "pairs" not in run:
         raise ValueError(f"{path}: not a `schedlab semtest --json` file (no 'run.pairs')")
+    validate(d, "schedlab.semtest", path)
     common = {"command": d.get("command"), **_scalars(run)}
     return _rows(run["pairs"], common)
+
+
+def read_trylock_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab trylock --json FILE``: one row per worker (``index``, ``busy_ns_p50``,
+    ``rate_ops_per_s``, ...), with the run's configuration (``config_*``) on every row."""
+    d = _load(path)
+    run = d.get("run") if isinstance(d, dict) else None
+    if not isinstance(run, dict) or "workers" not in run:
+        raise ValueError(f"{path}: not a `schedlab trylock --json` file (no 'run.workers')")
+    validate(d, "schedlab.trylock", path)
+    common = {"command": d.get("command"), **_scalars({k: v for k, v in run.items() if k != "all"})}
+    return _rows(run["workers"], common)
+
+
+def read_notify_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab notify --json FILE``: one row with the sender's (``sender_*``) and the
+    receiver's (``receiver_*``) figures and the configuration (``config_*``)."""
+    d = _load(path)
+    run = d.get("run") if isinstance(d, dict) else None
+    if not isinstance(run, dict) or "sender" not in run:
+        raise ValueError(f"{path}: not a `schedlab notify --json` file (no 'run.sender')")
+    validate(d, "schedlab.notify", path)
+    return _rows([run], {"command": d.get("command")})
+
+
+def read_burst_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab burst --json FILE``: one row per target (``addr``, ``rtt_us_p50``,
+    ``client_cost_cpu_us_per_round``, ...; the per-round samples are left out), with the run's
+    settings (``size_bytes``, ``rounds``, ``mode``, ...) on every row."""
+    d = _load(path)
+    if not isinstance(d, dict) or "size_bytes" not in d or not ("rtt_us" in d or "targets" in d):
+        raise ValueError(f"{path}: not a `schedlab burst --json` file (no 'rtt_us' or 'targets')")
+    validate(d, "schedlab.burst", path)
+    keys = ("schema", "machine", "thread", "size_bytes", "rounds", "warmup", "mode", "spin", "interrupted")
+    common = _scalars({k: d[k] for k in keys if k in d})
+    targets = d.get("targets") or [{k: v for k, v in d.items() if k not in keys}]
+    return _rows(targets, common)
 
 
 def read_echo_bench_json(path: PathLike) -> pl.DataFrame:

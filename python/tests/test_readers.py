@@ -83,15 +83,8 @@ def test_readers_refuse_other_files(tmp_path: Path) -> None:
         schedlab.read_timestamps(bad)
 
 
-def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path: Path, root: Path) -> None:
-    """Every kind with a committed schema, written by the real command, validates; the package's
-    copy of each schema is the repository's (schemas/)."""
-    import json
-
-    from schedlab import readers
-
-    for name, (_, file) in readers.SCHEMAS.items():
-        assert readers.schema(name) == json.loads((root / "schemas" / file).read_text()), file
+def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
+    """Every tagged result kind, written by the real command in ``tmp_path`` (short runs)."""
     head = "# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=3 poll=event\nTask_cnt\tTime(us)\t\tLatency\n"
     (tmp_path / "a.txt").write_text(head + "1\t\t10.00\t\t9.50\n2\t\t20.00\t\t9.60\n3\t\t30.00\t\t9.70\n")
     (tmp_path / "b.txt").write_text(head + "1\t\t15.00\t\t14.50\n2\t\t30.00\t\t14.60\n3\t\t45.00\t\t14.70\n")
@@ -101,17 +94,67 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
         + ["--no-busy-poll", "--peer", "none", "--out", "eb"],
         tmp_path,
     )
-    written = {
+    run([schedlab_bin, "sched", "-t", "2", "-d", "0.2", "-p", "ts-", "--json", "sched.json"], tmp_path)
+    run([schedlab_bin, "trylock", "-n", "2", "-F", "-t", "0.02", "--json", "trylock.json"], tmp_path)
+    run([schedlab_bin, "notify", "-S", "-n", "1", "--gap-us", "5", "--json", "notify.json"], tmp_path)
+    run([schedlab_bin, "semtest", "-n", "1", "-i", "200", "--interval", "0", "--json", "semtest.json"], tmp_path)
+    # burst needs an echo server: the CLI's, on a free port; its first line says where it listens.
+    server = subprocess.Popen([schedlab_bin, "echo", "--mode", "naive", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    try:
+        first = server.stdout.readline() if server.stdout else ""
+        addr = first.split("listening on ")[1].split(";")[0].strip()
+        run([schedlab_bin, "burst", addr, "4K", "10", "--settle", "0", "--warmup", "1", "-q", "--json", "burst.json"], tmp_path)
+    finally:
+        server.kill()
+        server.wait()
+    return {
         "schedlab.rdma-share": tmp_path / "r.json",
         "schedlab.echo-bench": tmp_path / "eb" / "results.json",
+        "schedlab.sched": tmp_path / "sched.json",
+        "schedlab.trylock": tmp_path / "trylock.json",
+        "schedlab.notify": tmp_path / "notify.json",
+        "schedlab.semtest": tmp_path / "semtest.json",
+        "schedlab.burst": tmp_path / "burst.json",
     }
+
+
+def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path: Path, root: Path) -> None:
+    """Every kind with a committed schema, written by the real command, validates; the package's
+    copy of each schema is the repository's (schemas/)."""
+    import json
+
+    from schedlab import readers
+
+    for name, (_, file) in readers.SCHEMAS.items():
+        assert readers.schema(name) == json.loads((root / "schemas" / file).read_text()), file
+    written = _write_every_kind(schedlab_bin, tmp_path)
     assert set(written) == set(readers.SCHEMAS), "a kind with a schema has no round trip here"
     for name, path in written.items():
         doc = json.loads(path.read_text())
         assert doc["schema"] == f"{name}/{readers.SCHEMAS[name][0]}"
         assert schedlab.validate(doc, name, path) is doc
+        assert schedlab.read_result(path) == (name, doc)
     assert schedlab.read_rdma_share_json(written["schedlab.rdma-share"]).height == 2
     assert schedlab.read_echo_bench_json(tmp_path / "eb").height == 1
+    sched = schedlab.read_sched_json(written["schedlab.sched"])
+    assert sched["client"].to_list() == [0, 1] and (sched["schema"] == "schedlab.sched/1").all()
+    trylock = schedlab.read_trylock_json(written["schedlab.trylock"])
+    assert trylock["index"].to_list() == [0, 1] and (trylock["config_lock"] == "sem").all()
+    notify = schedlab.read_notify_json(written["schedlab.notify"])
+    assert notify.height == 1 and notify["sender_sent"][0] == 1000 and notify["config_test"][0] == "sender"
+    assert schedlab.read_semtest_json(written["schedlab.semtest"])["lat_us_count"].to_list() == [200]
+    burst = schedlab.read_burst_json(written["schedlab.burst"])
+    assert burst.height == 1 and burst["rtt_us_count"][0] == 10 and burst["size_bytes"][0] == 4096
+    assert "rtt_samples_us" not in burst.columns
+    with pytest.raises(ValueError, match="not a tagged schedlab result"):
+        (tmp_path / "untagged.json").write_text('{"clients": []}')
+        schedlab.read_result(tmp_path / "untagged.json")
+    for name, path in written.items():
+        doc = json.loads(path.read_text())
+        required = readers.schema(name)["required"]
+        field = next(f for f in required if f != "schema")
+        with pytest.raises(ValueError, match=f"'{field}' is a required property"):
+            schedlab.validate({k: v for k, v in doc.items() if k != field}, name, path)
 
     share = json.loads(written["schedlab.rdma-share"].read_text())
     with pytest.raises(ValueError, match="reads schedlab.rdma-share/1"):

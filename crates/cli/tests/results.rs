@@ -3,13 +3,15 @@
 //! and checked against its committed JSON Schema's tag. The Python side of the round trip is
 //! python/tests/test_readers.py (jsonschema against the same committed files).
 
-use std::path::Path;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command;
 use schedlab_report::results::echo_bench::{EchoBench, EchoBenchSchema};
 use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
-use schedlab_report::results::{read, Kind, ResultError};
+use schedlab_report::results::{kind_named, read, Kind, ResultError, KINDS};
 use serde_json::Value;
 
 fn schedlab() -> Command {
@@ -96,4 +98,173 @@ fn echo_bench_round_trip() {
     assert_eq!((r.rows[0].mode.as_str(), r.rows[0].size_bytes, r.rows[0].rtt_us.count), ("naive", 1, 20));
     assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
     page_reads(&file, "TCP echo latency matrix");
+}
+
+/// One way to write a result kind: the kind's name, the page section's title, and a function
+/// that runs the real command in a folder and returns the file it wrote.
+struct Producer {
+    kind: &'static str,
+    title: &'static str,
+    write: fn(&Path) -> PathBuf,
+}
+
+/// Runs `schedlab ARGS --json FILE` in `dir` and returns FILE.
+fn json_of(dir: &Path, file: &str, args: &[&str]) -> PathBuf {
+    let out = dir.join(file);
+    schedlab().current_dir(dir).args(args).arg("--json").arg(&out).timeout(Duration::from_secs(120)).assert().success();
+    out
+}
+
+/// An echo server of the CLI on a free port, killed when dropped.
+struct EchoServer(Child, u16);
+
+impl EchoServer {
+    fn start() -> EchoServer {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+            .args(["echo", "--mode", "naive", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The first line says where it listens: the server is ready once it is printed.
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        let port = first
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .and_then(|a| a.trim().rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {first:?}"));
+        EchoServer(child, port)
+    }
+}
+
+impl Drop for EchoServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rdma_share_file(dir: &Path) -> PathBuf {
+    let head = "# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=3 poll=event\nTask_cnt\tTime(us)\t\tLatency\n";
+    std::fs::write(dir.join("a.txt"), format!("{head}1\t\t10.00\t\t9.50\n2\t\t20.00\t\t9.60\n3\t\t30.00\t\t9.70\n")).unwrap();
+    std::fs::write(dir.join("b.txt"), format!("{head}1\t\t15.00\t\t14.50\n2\t\t30.00\t\t14.60\n3\t\t45.00\t\t14.70\n")).unwrap();
+    json_of(dir, "share.json", &["rdma", "share", "a.txt", "b.txt"])
+}
+
+fn echo_bench_file(dir: &Path) -> PathBuf {
+    let out = dir.join("bench");
+    schedlab()
+        .args(["echo-bench", "--modes", "naive", "--sizes", "1B", "--rounds", "20", "--warmup", "2", "--peer", "none"])
+        .arg("--no-busy-poll")
+        .arg("--out")
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    out.join("results.json")
+}
+
+fn burst_file(dir: &Path) -> PathBuf {
+    let srv = EchoServer::start();
+    let addr = format!("127.0.0.1:{}", srv.1);
+    json_of(dir, "burst.json", &["burst", &addr, "4K", "10", "--settle", "0", "--warmup", "1", "-q"])
+}
+
+fn burst_targets_file(dir: &Path) -> PathBuf {
+    let (a, b) = (EchoServer::start(), EchoServer::start());
+    let (aa, ba) = (format!("127.0.0.1:{}", a.1), format!("127.0.0.1:{}", b.1));
+    json_of(dir, "burst2.json", &["burst", &aa, "--target", &ba, "4K", "5", "--settle", "0", "--warmup", "1", "-q"])
+}
+
+/// Every way each kind is written here; a kind of `results::KINDS` missing from this list fails
+/// `every_kind_has_a_producer`.
+fn producers() -> Vec<Producer> {
+    vec![
+        Producer { kind: "schedlab.rdma-share", title: "RDMA two-flow share", write: rdma_share_file },
+        Producer { kind: "schedlab.echo-bench", title: "TCP echo latency matrix", write: echo_bench_file },
+        Producer {
+            kind: "schedlab.sched",
+            title: "Scheduler harness",
+            write: |d| json_of(d, "sched.json", &["sched", "-t", "2", "-d", "0.2", "-p", "ts-"]),
+        },
+        Producer {
+            kind: "schedlab.sched",
+            title: "Scheduler harness",
+            write: |d| json_of(d, "sched-d.json", &["sched", "-t", "2", "-d", "0.2", "-b", "20M", "-D", "-p", "tsd-"]),
+        },
+        Producer {
+            kind: "schedlab.trylock",
+            title: "trylock: ",
+            write: |d| json_of(d, "trylock.json", &["trylock", "-n", "2", "-F", "-t", "0.02"]),
+        },
+        Producer {
+            kind: "schedlab.trylock",
+            title: "trylock: ",
+            write: |d| json_of(d, "trylock-a.json", &["trylock", "-n", "2", "-t", "0.02"]),
+        },
+        Producer {
+            kind: "schedlab.notify",
+            title: "notify: ",
+            write: |d| json_of(d, "notify.json", &["notify", "-S", "-n", "1", "--gap-us", "5"]),
+        },
+        Producer { kind: "schedlab.notify", title: "notify: ", write: |d| json_of(d, "notify-a.json", &["notify", "-n", "5"]) },
+        Producer {
+            kind: "schedlab.semtest",
+            title: "semtest: ",
+            write: |d| json_of(d, "semtest.json", &["semtest", "-i", "200", "--interval", "0"]),
+        },
+        Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_file },
+        Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_targets_file },
+    ]
+}
+
+#[test]
+fn every_kind_has_a_producer() {
+    let ps = producers();
+    for k in KINDS {
+        assert!(ps.iter().any(|p| p.kind == k.name), "{}: no producer in crates/cli/tests/results.rs", k.name);
+    }
+    for p in &ps {
+        assert!(kind_named(p.kind).is_some(), "{}: not in results::KINDS", p.kind);
+    }
+}
+
+/// A required field of the kind's committed schema, other than `schema`.
+fn a_required_field(file: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(root.join("schemas").join(file)).unwrap()).unwrap();
+    s["required"].as_array().unwrap().iter().filter_map(Value::as_str).find(|f| *f != "schema").unwrap().to_string()
+}
+
+/// Every kind, written by its command, reads back as its type unchanged (the typed reader keeps
+/// every field), carries the tag of its committed schema, renders on the page without the
+/// "cannot be read" warning, and a copy without a required field is refused by name.
+#[test]
+fn every_kind_round_trips_through_the_typed_reader_and_the_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for p in producers() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = (p.write)(dir.path());
+        let k = kind_named(p.kind).unwrap();
+        let v = load(&file);
+        assert_eq!(v["schema"], k.tag(), "{}", file.display());
+        let committed: Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("schemas").join(k.file)).unwrap()).unwrap();
+        assert_eq!(committed, serde_json::from_str::<Value>(&(k.schema)()).unwrap(), "{}: committed schema is stale", k.file);
+        let again = (k.reread)(&v).unwrap_or_else(|e| panic!("{}: the typed reader refuses what the command wrote: {e}", p.kind));
+        assert_eq!(again, v, "{}: reading and writing again changes the result", p.kind);
+        page_reads(&file, p.title);
+
+        let field = a_required_field(k.file);
+        let mut broken = v.clone();
+        broken.as_object_mut().unwrap().remove(&field);
+        let e = (k.reread)(&broken).expect_err("a result without a required field reads");
+        assert!(e.to_string().contains(&field), "{}: {e} does not name {field}", p.kind);
+        for other in KINDS.iter().filter(|o| o.name != k.name) {
+            assert!(matches!((other.reread)(&v), Err(ResultError::OtherKind { .. })), "{} reads as {}", p.kind, other.name);
+        }
+    }
 }

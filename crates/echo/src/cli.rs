@@ -13,6 +13,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use schedlab_report::machine::{MachineInfo, ThreadInfo};
+use schedlab_report::results::burst::{Burst, BurstSchema, BurstTarget, ClientCost, Ratio};
 use schedlab_report::Summary;
 
 pub use crate::client::parse_rounds;
@@ -268,48 +269,26 @@ pub struct BurstArgs {
     json: Option<PathBuf>,
 }
 
-/// What `--json` writes for one target.
-#[derive(Serialize)]
-struct TargetJson {
-    addr: String,
-    sndbuf_bytes: usize,
-    rcvbuf_bytes: usize,
-    busy_poll_us: Option<u32>,
-    napi_id: Option<u32>,
-    bytes_verified: u64,
-    congestion: String,
-    client_cost: client::ClientCost,
-    rtt_us: Summary,
-    rtt_samples_us: Vec<f64>,
-    /// The client thread's switches, migrations and longest gap between rounds.
-    disturbance: Option<schedlab_report::disturb::Disturbance>,
-    /// This target's p50 and p99 over target 1's, same run (several targets only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ratio_to_first: Option<RatioJson>,
-}
-
-#[derive(Serialize, Clone, Copy)]
-struct RatioJson {
-    p50: f64,
-    p99: f64,
-}
-
-#[derive(Serialize)]
-struct BurstJson {
-    machine: MachineInfo,
-    thread: ThreadInfo,
-    size_bytes: u64,
-    rounds: u64,
-    warmup: u64,
-    mode: ClientMode,
-    spin: bool,
-    interrupted: bool,
-    /// One target: its fields at the top level, as before.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    single: Option<TargetJson>,
-    /// Several targets: one entry each, in the order given (ADDR first).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    targets: Vec<TargetJson>,
+/// The client's cost as the typed result `schedlab.burst` records it.
+fn client_cost(c: &client::ClientCost) -> ClientCost {
+    let client::ClientCost {
+        cpu_us_per_round,
+        user_us_per_round,
+        sys_us_per_round,
+        verify_us_per_round,
+        verify_in_span_us_per_round,
+        syscalls_per_round,
+        idle_spins_per_round,
+    } = *c;
+    ClientCost {
+        cpu_us_per_round,
+        user_us_per_round,
+        sys_us_per_round,
+        verify_us_per_round,
+        verify_in_span_us_per_round,
+        syscalls_per_round,
+        idle_spins_per_round,
+    }
 }
 
 fn burst(a: BurstArgs) -> Result<i32> {
@@ -395,7 +374,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
         }
         let ratio_to_first = match &first {
             Some(f) if multi => {
-                let ratio = RatioJson { p50: s.p50 / f.p50, p99: s.p99 / f.p99 };
+                let ratio = Ratio { p50: s.p50 / f.p50, p99: s.p99 / f.p99 };
                 eprintln!("{prefix}over target 1, same run (rounds interleaved): p50 {:.3}, p99 {:.3}", ratio.p50, ratio.p99);
                 Some(ratio)
             }
@@ -407,7 +386,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
         if interrupted && (!multi || i == 0) {
             eprintln!("interrupted: {} of {} rounds done", us.len(), a.rounds);
         }
-        targets.push(TargetJson {
+        targets.push(BurstTarget {
             addr: addr.to_string(),
             sndbuf_bytes: r.sndbuf_bytes,
             rcvbuf_bytes: r.rcvbuf_bytes,
@@ -415,7 +394,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
             napi_id: r.napi_id,
             bytes_verified: r.bytes_verified,
             congestion: r.congestion.clone(),
-            client_cost: r.cost,
+            client_cost: client_cost(&r.cost),
             disturbance: r.disturbance.clone(),
             rtt_us: s,
             rtt_samples_us: us,
@@ -423,13 +402,14 @@ fn burst(a: BurstArgs) -> Result<i32> {
         });
     }
     if let Some(p) = &a.json {
-        let j = BurstJson {
+        let j = Burst {
+            schema: BurstSchema,
             machine: MachineInfo::collect(),
             thread,
             size_bytes: a.size.bytes(),
             rounds: a.rounds,
             warmup: a.warmup,
-            mode: cfg.mode,
+            mode: if cfg.mode == ClientMode::Rr { "rr" } else { "burst" }.into(),
             spin: cfg.spin,
             interrupted,
             single: if multi { None } else { targets.pop() },

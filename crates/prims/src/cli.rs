@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{ArgAction, Parser};
 use schedlab_report::machine::{online_cpus, MachineInfo};
-use schedlab_report::Summary;
+use schedlab_report::{results, Summary};
 use serde::Serialize;
 
 use crate::chan::Mechanism;
@@ -132,21 +132,14 @@ fn restore_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// Everything a `--json` result carries besides the run itself.
-#[derive(Serialize)]
-struct Envelope<'a, T: Serialize> {
-    command: &'a str,
-    argv: Vec<String>,
-    machine: MachineInfo,
-    clock: &'a ClockInfo,
-    /// Requests that were not granted (the run was made anyway because of --allow-degraded).
-    degraded: Vec<String>,
-    run: &'a T,
-}
-
-fn write_json<T: Serialize>(path: &Path, command: &str, clock: &ClockInfo, degraded: Vec<String>, run: &T) -> Result<()> {
-    let env = Envelope { command, argv: std::env::args().collect(), machine: MachineInfo::collect(), clock, degraded, run };
-    schedlab_report::export::write_json(path, &env)
+/// What every `--json` result carries besides the run itself.
+fn context(clock: &ClockInfo, degraded: Vec<String>) -> results::prims::Context {
+    results::prims::Context {
+        argv: std::env::args().collect(),
+        machine: MachineInfo::collect(),
+        clock: clock.to_result(),
+        degraded,
+    }
 }
 
 fn print_context(o: Out, clock: &ClockInfo) {
@@ -401,7 +394,9 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
         }
     }
     print_disturbance(o, workers.iter().filter_map(|w| w.disturbance.as_ref()));
-    finish(a.common.json.as_deref(), "trylock", &clock, &run.threads, &[], run.interrupted, &run)
+    finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| {
+        results::trylock::Trylock::new(ctx, run.to_result())
+    })
 }
 
 fn dump_samples(path: &Path, workers: &[trylock::WorkerResult]) -> Result<usize> {
@@ -425,15 +420,15 @@ fn print_disturbance<'a>(o: Out, threads: impl IntoIterator<Item = &'a schedlab_
     }
 }
 
-/// Common tail: degraded warnings, interrupted note, JSON.
-fn finish<T: Serialize>(
+/// Common tail: degraded warnings, interrupted note, JSON (the typed result `make` builds from
+/// the context).
+fn finish<K: Serialize>(
     json: Option<&Path>,
-    cmd: &str,
     clock: &ClockInfo,
     threads: &[ThreadGot],
     extra: &[String],
     interrupted: bool,
-    run: &T,
+    make: impl FnOnce(results::prims::Context) -> K,
 ) -> Result<i32> {
     let degraded = place::degraded_lines(threads, extra);
     print_degraded(&degraded);
@@ -441,7 +436,7 @@ fn finish<T: Serialize>(
         eprintln!("note: interrupted (Ctrl-C): the figures above cover the part that ran");
     }
     if let Some(path) = json {
-        write_json(path, cmd, clock, degraded, run)?;
+        schedlab_report::export::write_json(path, &make(context(clock, degraded)))?;
     }
     Ok(if interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
@@ -610,7 +605,9 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         say!(o, "# histograms (1 us buckets: sender cost, wake-up latency) written to {}", path.display());
     }
     print_disturbance(o, [&s.disturbance, &r.disturbance].into_iter().flatten());
-    finish(a.common.json.as_deref(), "notify", &clock, &run.threads, &[], run.interrupted, &run)
+    finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| {
+        results::notify::Notify::new(ctx, run.to_result())
+    })
 }
 
 fn fmt_secs(ns: u64) -> String {
@@ -923,7 +920,9 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
     }
     print_disturbance(o, run.pairs.iter().flat_map(|p| [&p.marco_disturbance, &p.polo_disturbance]));
     let extra: Vec<String> = run.mlock.error.iter().cloned().collect();
-    finish(a.common.json.as_deref(), "semtest", &clock, &run.threads, &extra, run.interrupted, &run)
+    finish(a.common.json.as_deref(), &clock, &run.threads, &extra, run.interrupted, |ctx| {
+        results::semtest::Semtest::new(ctx, run.to_result())
+    })
 }
 
 /// Expands tabs to 8-column stops: the seed shows the original's tab-separated lines with the

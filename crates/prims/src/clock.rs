@@ -33,6 +33,17 @@ pub struct ClockInfo {
 }
 
 impl ClockInfo {
+    /// As the typed results record it.
+    pub fn to_result(&self) -> schedlab_report::results::prims::ClockInfo {
+        schedlab_report::results::prims::ClockInfo {
+            clock: self.clock.to_string(),
+            resolution_ns: self.resolution_ns,
+            read_cost_amortized_ns: self.read_cost_amortized_ns,
+            read_cost_p50_ns: self.read_cost_p50_ns,
+            read_cost_min_ns: self.read_cost_min_ns,
+        }
+    }
+
     /// Measures the clock (about 20 000 reads, well under a millisecond).
     pub fn measure() -> ClockInfo {
         let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };

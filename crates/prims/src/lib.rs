@@ -27,6 +27,16 @@ pub mod trylock;
 
 use thiserror::Error;
 
+/// The name a unit-variant enum serialises to (`eventfd`, `pingpong`): the string the typed
+/// results (`schedlab_report::results`) record for it.
+pub(crate) fn serde_name<T: serde::Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(e) => format!("<unnamed: {e}>"),
+    }
+}
+
 /// Errors of the measurement layer.
 #[derive(Debug, Error)]
 pub enum PrimsError {

@@ -20,7 +20,9 @@ use serde::Serialize;
 use crate::chan::{Mechanism, Notifier};
 use crate::clock::{current_cpu, now_ns, spin_until};
 use crate::place::{stop_requested, Gate, ThreadGot, ThreadRequest};
-use crate::PrimsError;
+use schedlab_report::results;
+
+use crate::{serde_name, PrimsError};
 
 /// Which test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -90,6 +92,47 @@ pub struct NotifyRun {
     pub sender: SenderResult,
     pub receiver: ReceiverResult,
     pub interrupted: bool,
+}
+
+impl NotifyRun {
+    /// The run as the typed result `schedlab.notify` records it.
+    pub fn to_result(&self) -> results::notify::NotifyRun {
+        let c = &self.config;
+        let (s, r) = (&self.sender, &self.receiver);
+        results::notify::NotifyRun {
+            config: results::notify::NotifyConfig {
+                test: serde_name(&c.test),
+                mechanism: serde_name(&c.mechanism),
+                notifications: c.notifications,
+                sender_cpu: c.sender_cpu,
+                receiver_cpu: c.receiver_cpu,
+                gap_ns: c.gap_ns,
+                allow_degraded: c.allow_degraded,
+                duration_ns: c.duration_ns,
+            },
+            threads: self.threads.iter().map(ThreadGot::to_result).collect(),
+            sender: results::notify::NotifySender {
+                cpu_at_end: s.cpu_at_end,
+                sent: s.sent,
+                duration_s: s.duration_s,
+                rate_ops_per_s: s.rate_ops_per_s,
+                cost_avg_ns: s.cost_avg_ns,
+                cost_ns: s.cost_ns,
+                stopped_by_duration: s.stopped_by_duration,
+                disturbance: s.disturbance.clone(),
+            },
+            receiver: results::notify::NotifyReceiver {
+                cpu_at_end: r.cpu_at_end,
+                received: r.received,
+                wakeups: r.wakeups,
+                duration_s: r.duration_s,
+                rate_ops_per_s: r.rate_ops_per_s,
+                wake_latency_ns: r.wake_latency_ns,
+                disturbance: r.disturbance.clone(),
+            },
+            interrupted: self.interrupted,
+        }
+    }
 }
 
 struct Shared {

@@ -8,6 +8,8 @@
 use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
 use serde::Serialize;
 
+use schedlab_report::results;
+
 use crate::PrimsError;
 
 /// Real-time policy request.
@@ -46,6 +48,22 @@ pub struct ThreadGot {
     pub got: ThreadInfo,
     /// Requests not granted, in words (empty when everything was granted).
     pub degraded: Vec<String>,
+}
+
+impl ThreadGot {
+    /// As the typed results record it.
+    pub fn to_result(&self) -> results::prims::ThreadGot {
+        let r = &self.requested;
+        results::prims::ThreadGot {
+            requested: results::prims::ThreadRequest {
+                role: r.role.clone(),
+                cpu: r.cpu,
+                rt: r.rt.map(|rt| results::prims::RtRequest { round_robin: rt.round_robin, priority: rt.priority }),
+            },
+            got: self.got.clone(),
+            degraded: self.degraded.clone(),
+        }
+    }
 }
 
 impl ThreadRequest {

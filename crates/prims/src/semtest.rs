@@ -23,7 +23,9 @@ use serde::Serialize;
 use crate::chan::{Mechanism, Notifier};
 use crate::clock::{current_cpu, now_ns};
 use crate::place::{self, stop_requested, Gate, MlockResult, RtRequest, ThreadGot, ThreadRequest};
-use crate::PrimsError;
+use schedlab_report::results;
+
+use crate::{serde_name, PrimsError};
 
 /// What one sample measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -141,6 +143,59 @@ pub struct SemtestRun {
     pub all_lat_us: Summary,
     pub duration_s: f64,
     pub interrupted: bool,
+}
+
+impl SemtestRun {
+    /// The run as the typed result `schedlab.semtest` records it.
+    pub fn to_result(&self) -> results::semtest::SemtestRun {
+        use results::semtest as t;
+        let c = &self.config;
+        let global = |g: &Global| t::Global { value_us: g.value_us, avg_us: g.avg_us, middle_us: g.middle_us };
+        t::SemtestRun {
+            config: t::SemtestConfig {
+                pairs: c.pairs,
+                iterations: c.iterations,
+                warmup: c.warmup,
+                mode: serde_name(&c.mode),
+                primitive: serde_name(&c.primitive),
+                placement: match c.placement {
+                    Placement::Permuted => t::Placement::Permuted,
+                    Placement::SameCore => t::Placement::SameCore,
+                    Placement::CrossCore => t::Placement::CrossCore,
+                    Placement::Unpinned => t::Placement::Unpinned,
+                    Placement::Fixed(a, b) => t::Placement::Fixed(a, b),
+                },
+                rt: c.rt.map(|rt| results::prims::RtRequest { round_robin: rt.round_robin, priority: rt.priority }),
+                interval_us: c.interval_us,
+                mlockall: c.mlockall,
+                allow_degraded: c.allow_degraded,
+                seed: c.seed,
+                duration_ns: c.duration_ns,
+            },
+            mlock: t::MlockResult { requested: self.mlock.requested, locked: self.mlock.locked, error: self.mlock.error.clone() },
+            threads: self.threads.iter().map(ThreadGot::to_result).collect(),
+            degraded: self.degraded.clone(),
+            pairs: self
+                .pairs
+                .iter()
+                .map(|p| t::SemtestPair {
+                    index: p.index,
+                    marco_cpu_requested: p.marco_cpu_requested,
+                    polo_cpu_requested: p.polo_cpu_requested,
+                    marco_cpu_at_end: p.marco_cpu_at_end,
+                    polo_cpu_at_end: p.polo_cpu_at_end,
+                    lat_us: p.lat_us,
+                    marco_disturbance: p.marco_disturbance.clone(),
+                    polo_disturbance: p.polo_disturbance.clone(),
+                })
+                .collect(),
+            max_global: global(&self.max_global),
+            min_global: global(&self.min_global),
+            all_lat_us: self.all_lat_us,
+            duration_s: self.duration_s,
+            interrupted: self.interrupted,
+        }
+    }
 }
 
 /// Median (mean of the two middle values for an even count).

@@ -34,7 +34,9 @@ use serde::Serialize;
 use crate::clock::{current_cpu, now_ns};
 use crate::locks::{LockKind, TryLock};
 use crate::place::{stop_requested, Gate, ThreadGot, ThreadRequest};
-use crate::PrimsError;
+use schedlab_report::results;
+
+use crate::{serde_name, PrimsError};
 
 /// Which test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -141,6 +143,56 @@ pub struct AllThreads {
 }
 
 impl TrylockRun {
+    /// The run as the typed result `schedlab.trylock` records it.
+    pub fn to_result(&self) -> results::trylock::TrylockRun {
+        let c = &self.config;
+        let w = |w: &WorkerResult| results::trylock::TrylockWorker {
+            index: w.index,
+            cpu_at_end: w.cpu_at_end,
+            duration_s: w.duration_s,
+            cpu_s: w.cpu_s,
+            busy_ns_per_try_cpu: w.busy_ns_per_try_cpu,
+            busy_samples: w.busy_samples,
+            free_samples: w.free_samples,
+            post_samples: w.post_samples,
+            rate_ops_per_s: w.rate_ops_per_s,
+            busy_avg_ns: w.busy_avg_ns,
+            free_avg_ns: w.free_avg_ns,
+            post_avg_ns: w.post_avg_ns,
+            busy_ns: w.busy_ns,
+            free_ns: w.free_ns,
+            post_ns: w.post_ns,
+            free_handover_samples: w.free_handover_samples,
+            free_handover_avg_ns: w.free_handover_avg_ns,
+            free_handover_ns: w.free_handover_ns,
+            disturbance: w.disturbance.clone(),
+        };
+        results::trylock::TrylockRun {
+            config: results::trylock::TrylockConfig {
+                test: serde_name(&c.test),
+                lock: serde_name(&c.lock),
+                threads: c.threads,
+                ops_per_thread: c.ops_per_thread,
+                alloc_cpu: c.alloc_cpu,
+                worker_cpus: c.worker_cpus.clone(),
+                ring: c.ring,
+                allow_degraded: c.allow_degraded,
+                track_handover: c.track_handover,
+                dispatch: serde_name(&c.dispatch),
+            },
+            alloc_cpu_got: self.alloc_cpu_got,
+            threads: self.threads.iter().map(ThreadGot::to_result).collect(),
+            workers: self.workers.iter().map(w).collect(),
+            all: results::trylock::TrylockAll {
+                busy_ns: self.all.busy_ns,
+                free_ns: self.all.free_ns,
+                post_ns: self.all.post_ns,
+                free_handover_ns: self.all.free_handover_ns,
+            },
+            interrupted: self.interrupted,
+        }
+    }
+
     /// Sum of the workers' try rates (test A).
     pub fn total_rate(&self) -> f64 {
         self.workers.iter().map(|w| w.rate_ops_per_s).sum()

@@ -65,3 +65,37 @@ fn every_schema_names_its_tag() {
         assert!(v["required"].as_array().is_some_and(|r| r.iter().any(|x| x == "schema")), "{file}: `schema` must be required");
     }
 }
+
+/// The Python package validates a kind only if `readers.SCHEMAS` names it with its version and
+/// file: every kind of `results::KINDS` is there, and nothing else.
+#[test]
+fn python_readers_know_every_kind() {
+    let text = std::fs::read_to_string(root().join("python/schedlab/readers.py")).expect("python/schedlab/readers.py");
+    let start = text.find("SCHEMAS: dict[str, tuple[int, str]] = {").expect("readers.py defines SCHEMAS");
+    let body = &text[start..text[start..].find("\n}").map(|e| start + e).expect("SCHEMAS closes")];
+    let mut python: Vec<String> = body
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let (name, rest) = l.strip_prefix('"')?.split_once("\": (")?;
+            let (version, file) = rest.split_once(", \"")?;
+            Some(format!("{name} {version} {}", file.split('"').next()?))
+        })
+        .collect();
+    let mut rust: Vec<String> =
+        schedlab_report::results::KINDS.iter().map(|k| format!("{} {} {}", k.name, k.version, k.file)).collect();
+    python.sort();
+    rust.sort();
+    assert_eq!(python, rust, "python/schedlab/readers.py's SCHEMAS and results::KINDS differ");
+}
+
+#[test]
+fn kinds_have_distinct_names_and_files() {
+    let kinds = schedlab_report::results::KINDS;
+    for (i, a) in kinds.iter().enumerate() {
+        for b in &kinds[i + 1..] {
+            assert!(a.name != b.name && a.file != b.file, "{} and {} share a name or a file", a.name, b.name);
+        }
+        assert!(a.file == format!("{}.schema.json", a.name.trim_start_matches("schedlab.")), "{}: file {}", a.name, a.file);
+    }
+}

@@ -7,8 +7,8 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use schedlab_report::machine::online_cpus;
-use schedlab_report::{MachineInfo, Summary, ThreadInfo};
-use serde::Serialize;
+use schedlab_report::results::sched::{self as sched_result, Sched, SchedClient, SchedSchema};
+use schedlab_report::MachineInfo;
 
 use crate::config::{load, parse_argv, write_message_files, write_timestamps, Args};
 use crate::harness::{message_level, run, DistCost, RunResult, SchedCounters};
@@ -148,7 +148,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.seed,
     );
     let r = run(cfg, interrupt.flag())?;
-    let report = Report::new(&args, &r, machine);
+    let report = report(&args, &r, machine);
     // Files first, so that a closed stdout (`| head`) cannot lose them.
     let files = if cfg.ts_limit > 0 { write_timestamps(&args.prefix, &r.clients)? } else { Vec::new() };
     if let Some(path) = &args.json {
@@ -158,7 +158,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     if r.interrupted {
         outln!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
     }
-    write!(std::io::stdout(), "{}", report.text()).context("writing to stdout")?;
+    write!(std::io::stdout(), "{}", text(&report)).context("writing to stdout")?;
     if cfg.ts_limit > 0 {
         let truncated: u64 = r.clients.iter().map(|c| c.timestamps_truncated).sum();
         outln!(
@@ -171,174 +171,134 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     Ok(if r.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
-/// Per-client figures, as printed and as written to JSON.
-#[derive(Debug, Serialize)]
-pub struct ClientReport {
-    pub client: usize,
-    pub generated_pkts: u64,
-    pub transmitted_pkts: u64,
-    pub ring_full_drops: u64,
-    pub sched_drops: u64,
-    pub queued_at_stop_pkts: u64,
-    pub bits: u64,
-    pub rate_bps: f64,
-    pub rate_pps: f64,
-    pub delay_us: Summary,
-    pub sched_passes_run: u64,
-    /// Polls that found marks (the original's `cli_slow_read`).
-    pub mark_polls: u64,
-    /// Ran its program (`-k`).
-    pub active: bool,
-    /// The CPU it was to be pinned to (`--client-cpus`, or the default placement), what it got.
-    pub requested_cpu: Option<usize>,
-    pub pin_error: Option<String>,
-    pub thread: ThreadInfo,
+/// The JSON report: the typed result kind `schedlab.sched` (see `schedlab_report::results::sched`).
+pub type Report = Sched;
+
+fn counters(k: SchedCounters) -> sched_result::SchedCounters {
+    let SchedCounters { idle_passes, early_passes, fetches, publishes, qlimit_drops, qlimit_hits, qlimit_deferred } = k;
+    sched_result::SchedCounters { idle_passes, early_passes, fetches, publishes, qlimit_drops, qlimit_hits, qlimit_deferred }
 }
 
-/// The whole JSON report.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    pub machine: MachineInfo,
-    pub command: Vec<String>,
-    pub traffic: String,
-    pub seed: u64,
-    pub threads: usize,
-    pub queue_pkts: usize,
-    /// The policy's canonical name (`PolicySpec::name`, e.g. `alpha:10`, `drr`).
-    pub alg: String,
-    /// Its row label (`PolicySpec::label`, e.g. `10`, `DRR`), as every table prints it.
-    pub label: String,
-    pub flows: usize,
-    pub link_nominal_bps: Option<u64>,
-    pub link_achieved_bps: f64,
-    pub link_utilisation: Option<f64>,
-    pub sched_poll_ns: u64,
-    pub client_poll_ns: u64,
-    pub batch: usize,
-    pub distributed: bool,
-    pub elapsed_s: f64,
-    /// The harness clock's source: `tsc` (`rdtscp`, the kernel's clocksource) or `clock_gettime`.
-    pub clock: &'static str,
-    pub interrupted: bool,
-    pub scheduler_thread: Option<ThreadInfo>,
-    pub scheduler_requested_cpu: Option<usize>,
-    pub scheduler_pin_error: Option<String>,
-    /// Passes run by the scheduler thread (clients' passes in -D are `client_sched_passes`).
-    pub scheduler_passes: u64,
-    pub client_sched_passes: u64,
-    /// The original's counters: idle passes (`check_idle`), link-busy passes (`stat_early`),
-    /// ring fetches (`sch_fetch`), release batches (`sch_pub`), and the queue limit's drops.
-    pub counters: SchedCounters,
-    pub qmax_pkts: u64,
-    pub qmin_pkts: u64,
-    pub active_clients: usize,
-    /// `-D`: the primitives and what they cost.
-    pub lock: Option<String>,
-    pub notify: Option<String>,
-    pub distributed_cost: Option<DistCost>,
-    pub cpus_available: Vec<usize>,
-    pub clients: Vec<ClientReport>,
-    pub total_pkts: u64,
-    pub total_bits: u64,
-    pub total_rate_pps: f64,
-    pub total_rate_bps: f64,
-    pub total_drops: u64,
-    pub total_delay_us: Summary,
-    /// Per measuring thread (the scheduler thread, then the clients): involuntary and voluntary
-    /// switches, migrations, the longest gap in its loop (see `schedlab_report::disturb`).
-    pub disturbance: Vec<schedlab_report::disturb::Disturbance>,
-}
-
-impl Report {
-    fn new(args: &Args, r: &RunResult, machine: MachineInfo) -> Report {
-        let secs = r.elapsed.secs().max(1e-9);
-        let mut all = schedlab_report::Hist::new();
-        let clients: Vec<ClientReport> = r
-            .clients
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                all.merge(&c.delay);
-                ClientReport {
-                    client: i,
-                    generated_pkts: c.generated,
-                    transmitted_pkts: c.transmitted,
-                    ring_full_drops: c.ring_drops,
-                    sched_drops: c.sched_drops,
-                    queued_at_stop_pkts: c.queued_at_stop,
-                    bits: c.bits,
-                    rate_bps: c.bits as f64 / secs,
-                    rate_pps: c.transmitted as f64 / secs,
-                    delay_us: c.delay.summary(1000.0),
-                    sched_passes_run: c.sched_passes,
-                    mark_polls: c.mark_polls,
-                    active: c.active,
-                    requested_cpu: c.requested_cpu,
-                    pin_error: c.pin_error.clone(),
-                    thread: c.thread.clone(),
-                }
-            })
-            .collect();
-        let total_bits: u64 = clients.iter().map(|c| c.bits).sum();
-        let total_pkts: u64 = clients.iter().map(|c| c.transmitted_pkts).sum();
-        let cfg = &args.cfg;
-        let achieved = total_bits as f64 / secs;
-        Report {
-            machine,
-            command: std::env::args().collect(),
-            traffic: args.traffic_source.clone(),
-            seed: cfg.seed,
-            threads: cfg.threads,
-            queue_pkts: cfg.queue,
-            alg: cfg.alg.name(),
-            label: cfg.alg.label(),
-            flows: cfg.flows.len(),
-            link_nominal_bps: cfg.bandwidth.map(|b| b.0),
-            link_achieved_bps: achieved,
-            link_utilisation: cfg.bandwidth.map(|b| achieved / b.0 as f64),
-            sched_poll_ns: cfg.sched_poll.0,
-            client_poll_ns: cfg.client_poll.0,
-            batch: cfg.batch,
-            distributed: cfg.distributed,
-            elapsed_s: r.elapsed.secs(),
-            clock: r.clock,
-            interrupted: r.interrupted,
-            scheduler_thread: r.scheduler_thread.clone(),
-            scheduler_requested_cpu: cfg.sched_cpu,
-            scheduler_pin_error: r.sched_pin_error.clone(),
-            scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
-            client_sched_passes: r.client_passes,
-            counters: r.sched.counters,
-            qmax_pkts: cfg.qmax,
-            qmin_pkts: cfg.qmin,
-            active_clients: cfg.active,
-            lock: cfg.distributed.then(|| cfg.lock.to_string()),
-            notify: cfg.distributed.then(|| cfg.notify.to_string()),
-            distributed_cost: cfg.distributed.then_some(r.dist),
-            cpus_available: online_cpus(),
-            total_pkts,
-            total_bits,
-            total_rate_pps: total_pkts as f64 / secs,
-            total_rate_bps: achieved,
-            total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
-            total_delay_us: all.summary(1000.0),
-            disturbance: r.disturbance(),
-            clients,
-        }
+fn dist_cost(d: DistCost) -> sched_result::DistCost {
+    let DistCost {
+        trylock_busy,
+        trylock_free,
+        handovers,
+        sleeps,
+        wakeups,
+        notifies,
+        trylock_sampled,
+        trylock_avg_ns,
+        notify_avg_ns,
+        trylock_total_s,
+        notify_total_s,
+    } = d;
+    sched_result::DistCost {
+        trylock_busy,
+        trylock_free,
+        handovers,
+        sleeps,
+        wakeups,
+        notifies,
+        trylock_sampled,
+        trylock_avg_ns,
+        notify_avg_ns,
+        trylock_total_s,
+        notify_total_s,
     }
+}
 
-    /// The human output: one line per client, the TOTAL line, the link and the placement.
-    pub fn text(&self) -> String {
-        let mut s = String::new();
-        for c in &self.clients {
-            let d = &c.delay_us;
-            let place = match (&c.pin_error, c.requested_cpu) {
-                (Some(e), _) => format!("cpu {}, NOT pinned: {e}", c.thread.cpu),
-                (None, Some(r)) => format!("cpu {}, pinned to {r}, allowed {:?}", c.thread.cpu, c.thread.allowed_cpus),
-                (None, None) => format!("cpu {}, not pinned", c.thread.cpu),
-            };
-            let place = if c.active { place } else { format!("{place}; inactive (-k)") };
-            s += &format!(
+/// Builds the JSON report of a run.
+fn report(args: &Args, r: &RunResult, machine: MachineInfo) -> Report {
+    let secs = r.elapsed.secs().max(1e-9);
+    let mut all = schedlab_report::Hist::new();
+    let clients: Vec<SchedClient> = r
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            all.merge(&c.delay);
+            SchedClient {
+                client: i,
+                generated_pkts: c.generated,
+                transmitted_pkts: c.transmitted,
+                ring_full_drops: c.ring_drops,
+                sched_drops: c.sched_drops,
+                queued_at_stop_pkts: c.queued_at_stop,
+                bits: c.bits,
+                rate_bps: c.bits as f64 / secs,
+                rate_pps: c.transmitted as f64 / secs,
+                delay_us: c.delay.summary(1000.0),
+                sched_passes_run: c.sched_passes,
+                mark_polls: c.mark_polls,
+                active: c.active,
+                requested_cpu: c.requested_cpu,
+                pin_error: c.pin_error.clone(),
+                thread: c.thread.clone(),
+            }
+        })
+        .collect();
+    let total_bits: u64 = clients.iter().map(|c| c.bits).sum();
+    let total_pkts: u64 = clients.iter().map(|c| c.transmitted_pkts).sum();
+    let cfg = &args.cfg;
+    let achieved = total_bits as f64 / secs;
+    Sched {
+        schema: SchedSchema,
+        machine,
+        command: std::env::args().collect(),
+        traffic: args.traffic_source.clone(),
+        seed: cfg.seed,
+        threads: cfg.threads,
+        queue_pkts: cfg.queue,
+        alg: cfg.alg.name(),
+        label: cfg.alg.label(),
+        flows: cfg.flows.len(),
+        link_nominal_bps: cfg.bandwidth.map(|b| b.0),
+        link_achieved_bps: achieved,
+        link_utilisation: cfg.bandwidth.map(|b| achieved / b.0 as f64),
+        sched_poll_ns: cfg.sched_poll.0,
+        client_poll_ns: cfg.client_poll.0,
+        batch: cfg.batch,
+        distributed: cfg.distributed,
+        elapsed_s: r.elapsed.secs(),
+        clock: r.clock.to_string(),
+        interrupted: r.interrupted,
+        scheduler_thread: r.scheduler_thread.clone(),
+        scheduler_requested_cpu: cfg.sched_cpu,
+        scheduler_pin_error: r.sched_pin_error.clone(),
+        scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
+        client_sched_passes: r.client_passes,
+        counters: counters(r.sched.counters),
+        qmax_pkts: cfg.qmax,
+        qmin_pkts: cfg.qmin,
+        active_clients: cfg.active,
+        lock: cfg.distributed.then(|| cfg.lock.to_string()),
+        notify: cfg.distributed.then(|| cfg.notify.to_string()),
+        distributed_cost: cfg.distributed.then_some(dist_cost(r.dist)),
+        cpus_available: online_cpus(),
+        total_pkts,
+        total_bits,
+        total_rate_pps: total_pkts as f64 / secs,
+        total_rate_bps: achieved,
+        total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
+        total_delay_us: all.summary(1000.0),
+        disturbance: r.disturbance(),
+        clients,
+    }
+}
+
+/// The human output: one line per client, the TOTAL line, the link and the placement.
+pub fn text(rep: &Report) -> String {
+    let mut s = String::new();
+    for c in &rep.clients {
+        let d = &c.delay_us;
+        let place = match (&c.pin_error, c.requested_cpu) {
+            (Some(e), _) => format!("cpu {}, NOT pinned: {e}", c.thread.cpu),
+            (None, Some(r)) => format!("cpu {}, pinned to {r}, allowed {:?}", c.thread.cpu, c.thread.allowed_cpus),
+            (None, None) => format!("cpu {}, not pinned", c.thread.cpu),
+        };
+        let place = if c.active { place } else { format!("{place}; inactive (-k)") };
+        s += &format!(
                 "client {:>3}: {:>12} bits {:>14} {:>10} pkts {:>13} {:>9} drops  delay us avg {:.1} p50 {:.1} p99 {:.1} max {:.1}  ({})\n",
                 c.client,
                 c.bits,
@@ -352,60 +312,60 @@ impl Report {
                 d.max,
                 place,
             );
+    }
+    s += &format!(
+        "TOTAL: {} bits {} {} pkts {:.3} Mpps {} drops  delay us p50 {:.1} p99 {:.1} max {:.1}  in {:.3} s\n",
+        rep.total_bits,
+        human(rep.total_rate_bps, "b/s"),
+        rep.total_pkts,
+        rep.total_rate_pps / 1e6,
+        rep.total_drops,
+        rep.total_delay_us.p50,
+        rep.total_delay_us.p99,
+        rep.total_delay_us.max,
+        rep.elapsed_s,
+    );
+    s += &match rep.link_nominal_bps {
+        Some(n) => format!(
+            "link: nominal {}, achieved {} ({:.1}% of nominal)\n",
+            Bps(n),
+            human(rep.link_achieved_bps, "b/s"),
+            100.0 * rep.link_utilisation.unwrap_or(0.0)
+        ),
+        None => format!("link: unlimited (no -b), achieved {}\n", human(rep.link_achieved_bps, "b/s")),
+    };
+    let placement = match (&rep.scheduler_thread, &rep.scheduler_pin_error) {
+        (_, Some(e)) => format!("NOT pinned ({e})"),
+        (Some(t), None) => {
+            format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
         }
-        s += &format!(
-            "TOTAL: {} bits {} {} pkts {:.3} Mpps {} drops  delay us p50 {:.1} p99 {:.1} max {:.1}  in {:.3} s\n",
-            self.total_bits,
-            human(self.total_rate_bps, "b/s"),
-            self.total_pkts,
-            self.total_rate_pps / 1e6,
-            self.total_drops,
-            self.total_delay_us.p50,
-            self.total_delay_us.p99,
-            self.total_delay_us.max,
-            self.elapsed_s,
-        );
-        s += &match self.link_nominal_bps {
-            Some(n) => format!(
-                "link: nominal {}, achieved {} ({:.1}% of nominal)\n",
-                Bps(n),
-                human(self.link_achieved_bps, "b/s"),
-                100.0 * self.link_utilisation.unwrap_or(0.0)
-            ),
-            None => format!("link: unlimited (no -b), achieved {}\n", human(self.link_achieved_bps, "b/s")),
-        };
-        let placement = match (&self.scheduler_thread, &self.scheduler_pin_error) {
-            (_, Some(e)) => format!("NOT pinned ({e})"),
-            (Some(t), None) => {
-                format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
-            }
-            (None, None) => "unknown".into(),
-        };
-        let k = &self.counters;
-        s += &format!(
+        (None, None) => "unknown".into(),
+    };
+    let k = &rep.counters;
+    s += &format!(
             "scheduler: {placement}, {} passes by the scheduler thread, {} by clients ({} idle, {} with the link busy), {} fetches, {} publishes\n",
-            self.scheduler_passes, self.client_sched_passes, k.idle_passes, k.early_passes, k.fetches, k.publishes
+            rep.scheduler_passes, rep.client_sched_passes, k.idle_passes, k.early_passes, k.fetches, k.publishes
         );
-        let secs = self.elapsed_s.max(1e-9);
-        let polls: u64 = self.clients.iter().map(|c| c.mark_polls).sum();
-        s += &format!(
+    let secs = rep.elapsed_s.max(1e-9);
+    let polls: u64 = rep.clients.iter().map(|c| c.mark_polls).sum();
+    s += &format!(
             "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped, {} visits deferred (link idle)\n",
             polls as f64 / secs,
             k.publishes as f64 / secs,
             k.fetches as f64 / secs,
-            self.qmax_pkts,
-            self.qmin_pkts,
+            rep.qmax_pkts,
+            rep.qmin_pkts,
             k.qlimit_hits,
             k.qlimit_drops,
             k.qlimit_deferred
         );
-        s += &schedlab_report::disturb::lines(&self.disturbance);
-        if let Some(d) = &self.distributed_cost {
-            s += &format!(
+    s += &schedlab_report::disturb::lines(&rep.disturbance);
+    if let Some(d) = &rep.distributed_cost {
+        s += &format!(
                 "distributed (-D, lock {}, notify {}): {} client passes; try-locks {} busy / {} free, {} hand-overs, {} sleeps, {} wake-ups, {} notifies\n",
-                self.lock.as_deref().unwrap_or("?"),
-                self.notify.as_deref().unwrap_or("?"),
-                self.client_sched_passes,
+                rep.lock.as_deref().unwrap_or("?"),
+                rep.notify.as_deref().unwrap_or("?"),
+                rep.client_sched_passes,
                 d.trylock_busy,
                 d.trylock_free,
                 d.handovers,
@@ -413,7 +373,7 @@ impl Report {
                 d.wakeups,
                 d.notifies
             );
-            s += &format!(
+        s += &format!(
                 "  cost: try-lock {:.1} ns avg ({} of 1 in {} timed) = {:.3} ms in try-locks; notify {:.0} ns avg = {:.3} ms in notify calls\n",
                 d.trylock_avg_ns,
                 d.trylock_sampled,
@@ -422,9 +382,8 @@ impl Report {
                 d.notify_avg_ns,
                 d.notify_total_s * 1e3
             );
-        }
-        s
     }
+    s
 }
 
 fn bench_main(args: &Args) -> Result<i32> {

@@ -5,8 +5,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use crate::results::burst::BurstSchema;
 use crate::results::echo_bench::EchoBenchSchema;
+use crate::results::notify::NotifySchema;
 use crate::results::rdma_share::RdmaShareSchema;
+use crate::results::sched::SchedSchema;
+use crate::results::semtest::SemtestSchema;
+use crate::results::trylock::TrylockSchema;
 
 /// What a result file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +28,8 @@ pub enum Kind {
     Predict,
     /// `schedlab trylock`, `notify` or `semtest --json`.
     Prims,
+    /// `schedlab burst --json`.
+    Burst,
     /// `schedlab echo-bench` (`results.json` in its `--out` folder).
     EchoBench,
     /// `schedlab rdma share --json`.
@@ -40,6 +47,7 @@ impl Kind {
             Kind::Sched => "sched",
             Kind::Predict => "predict",
             Kind::Prims => "prims",
+            Kind::Burst => "burst",
             Kind::EchoBench => "echo-bench",
             Kind::RdmaShare => "rdma share",
             Kind::Qdisc => "qdisc",
@@ -105,6 +113,9 @@ pub fn json_kind(v: &Value) -> Result<Kind, String> {
         match name {
             EchoBenchSchema::NAME => return Ok(Kind::EchoBench),
             RdmaShareSchema::NAME => return Ok(Kind::RdmaShare),
+            SchedSchema::NAME => return Ok(Kind::Sched),
+            TrylockSchema::NAME | NotifySchema::NAME | SemtestSchema::NAME => return Ok(Kind::Prims),
+            BurstSchema::NAME => return Ok(Kind::Burst),
             _ => {}
         }
     }
@@ -129,6 +140,9 @@ pub fn json_kind(v: &Value) -> Result<Kind, String> {
     }
     if has("rows") && has("rounds") && v["rows"].as_array().is_some_and(|r| r.iter().all(|x| x.get("rtt_us").is_some())) {
         return Ok(Kind::EchoBench);
+    }
+    if has("size_bytes") && has("thread") && has("spin") && (has("rtt_us") || has("targets")) {
+        return Ok(Kind::Burst);
     }
     if has("flows") && has("windows") && has("jain") {
         return Ok(Kind::RdmaShare);
@@ -211,6 +225,10 @@ mod tests {
         assert!(json_kind(&json!({"format": "schedlab-rdma-meta/1"})).unwrap_err().contains("rdma share"));
         assert_eq!(json_kind(&json!({"schema": "schedlab.echo-bench/1"})), Ok(Kind::EchoBench), "the tag decides");
         assert_eq!(json_kind(&json!({"schema": "schedlab.rdma-share/2", "flows": []})), Ok(Kind::RdmaShare));
+        assert_eq!(json_kind(&json!({"schema": "schedlab.sched/1"})), Ok(Kind::Sched));
+        assert_eq!(json_kind(&json!({"schema": "schedlab.notify/1"})), Ok(Kind::Prims));
+        assert_eq!(json_kind(&json!({"schema": "schedlab.burst/1"})), Ok(Kind::Burst));
+        assert_eq!(json_kind(&json!({"size_bytes": 4, "thread": {}, "spin": false, "rtt_us": {}})), Ok(Kind::Burst));
     }
 
     #[test]

@@ -13,6 +13,11 @@ use crate::plot::figures::{
     PredictSeries,
 };
 use crate::plot::fmt_tick;
+use crate::results::burst::Burst;
+use crate::results::notify::{Notify, NotifySchema};
+use crate::results::sched::Sched;
+use crate::results::semtest::{Semtest, SemtestSchema};
+use crate::results::trylock::{Trylock, TrylockSchema};
 use crate::results::{self, echo_bench::EchoBench, echo_bench::EchoRow, rdma_share::RdmaShare};
 
 /// A number for a table cell: about four significant digits, no exponent below a million.
@@ -212,6 +217,7 @@ pub fn render(input: &Input, kind: Kind) -> Section {
         (Content::Json(v), Kind::Predict) => predict(v, &source),
         (Content::Json(v), Kind::Prims) => prims(v, &source),
         (Content::Json(v), Kind::EchoBench) => echo(v, &source),
+        (Content::Json(v), Kind::Burst) => burst(v, &source),
         (Content::Json(v), Kind::RdmaShare) => rdma_share(v, &source),
         (Content::Json(v), Kind::Qdisc) => super::kernel::qdisc(v, &source),
         _ => unsupported(input, "the content does not match its kind"),
@@ -536,77 +542,76 @@ fn paper_tables_only(sec: &mut Section, levels: &[LevelRows]) {
 
 // ----- sched -----
 
-fn sched(v: &Value, source: &str) -> Section {
-    let mut sec =
-        Section::new("sched", &format!("Scheduler harness: {} over {} clients", txt(&v["alg"]), txt(&v["threads"])), source);
-    let mbps = |x: &Value| format!("{} Mb/s", num(f(x) / 1e6));
+fn sched(raw: &Value, source: &str) -> Section {
+    let r: Sched = match results::read(raw) {
+        Ok(r) => r,
+        Err(e) => return unreadable(Section::new("sched", "Scheduler harness", source), &e),
+    };
+    // Everything below comes through the type: the generic blocks read its serialised form.
+    let v = &typed_value(&r);
+    let mut sec = Section::new("sched", &format!("Scheduler harness: {} over {} clients", r.alg, r.threads), source);
+    let mbps = |x: f64| format!("{} Mb/s", num(x / 1e6));
     what_was_run(
         &mut sec,
         v,
         vec![
-            ("traffic program".into(), txt(&v["traffic"])),
-            ("algorithm".into(), txt(&v["alg"])),
-            ("flows".into(), txt(&v["flows"])),
-            ("ring size (packets)".into(), txt(&v["queue_pkts"])),
-            (
-                "link nominal".into(),
-                if v["link_nominal_bps"].is_null() { "unlimited".into() } else { mbps(&v["link_nominal_bps"]) },
-            ),
-            ("distributed (-D)".into(), txt(&v["distributed"])),
-            ("elapsed (s)".into(), txt(&v["elapsed_s"])),
+            ("traffic program".into(), r.traffic.clone()),
+            ("algorithm".into(), format!("{} (label {})", r.alg, r.label)),
+            ("flows".into(), r.flows.to_string()),
+            ("ring size (packets)".into(), r.queue_pkts.to_string()),
+            ("link nominal".into(), r.link_nominal_bps.map_or_else(|| "unlimited".into(), |b| mbps(b as f64))),
+            ("distributed (-D)".into(), if r.distributed { "yes" } else { "no" }.into()),
+            ("elapsed (s)".into(), num(r.elapsed_s)),
         ],
     );
     machine_and_placement(&mut sec, v);
-    if v["interrupted"].as_bool() == Some(true) {
+    if r.interrupted {
         sec.push(Block::Warning("The run was interrupted.".into()));
     }
     sec.push(Block::Heading("Results".into()));
     sec.push(Block::Facts(vec![
         (
             "link achieved".into(),
-            format!("{} ({}% of nominal)", mbps(&v["link_achieved_bps"]), num(f(&v["link_utilisation"]) * 100.0)),
+            format!("{} ({}% of nominal)", mbps(r.link_achieved_bps), num(r.link_utilisation.unwrap_or(f64::NAN) * 100.0)),
         ),
-        ("packets transmitted".into(), txt(&v["total_pkts"])),
-        ("drops (ring full + scheduler queue)".into(), txt(&v["total_drops"])),
-        (
-            "scheduler passes (thread / clients)".into(),
-            format!("{} / {}", txt(&v["scheduler_passes"]), txt(&v["client_sched_passes"])),
-        ),
-        ("queue limit -qmax / -qmin (packets)".into(), format!("{} / {}", txt(&v["qmax_pkts"]), txt(&v["qmin_pkts"]))),
+        ("packets transmitted".into(), r.total_pkts.to_string()),
+        ("drops (ring full + scheduler queue)".into(), r.total_drops.to_string()),
+        ("scheduler passes (thread / clients)".into(), format!("{} / {}", r.scheduler_passes, r.client_sched_passes)),
+        ("queue limit -qmax / -qmin (packets)".into(), format!("{} / {}", r.qmax_pkts, r.qmin_pkts)),
     ]));
-    let clients = v["clients"].as_array().cloned().unwrap_or_default();
-    let total_bits: f64 = clients.iter().map(|c| f(&c["bits"])).filter(|x| x.is_finite()).sum();
-    let total_gen: f64 = clients.iter().map(|c| f(&c["generated_pkts"])).filter(|x| x.is_finite()).sum();
+    let clients = &r.clients;
+    let total_bits: f64 = clients.iter().map(|c| c.bits as f64).sum();
+    let total_gen: f64 = clients.iter().map(|c| c.generated_pkts as f64).sum();
     let share = |x: f64, t: f64| if t > 0.0 { 100.0 * x / t } else { f64::NAN };
     let mut rows = Vec::new();
-    for c in &clients {
-        let d = &c["delay_us"];
+    for c in clients {
+        let d = &c.delay_us;
         rows.push(vec![
-            txt(&c["client"]),
-            txt(&c["generated_pkts"]),
-            txt(&c["transmitted_pkts"]),
-            txt(&c["ring_full_drops"]),
-            txt(&c["sched_drops"]),
-            num(f(&c["rate_bps"]) / 1e6),
-            num(share(f(&c["bits"]), total_bits)),
-            num(f(&d["p50"])),
-            num(f(&d["p99"])),
-            num(f(&d["max"])),
-            txt(&c["thread"]["cpu"]),
+            c.client.to_string(),
+            c.generated_pkts.to_string(),
+            c.transmitted_pkts.to_string(),
+            c.ring_full_drops.to_string(),
+            c.sched_drops.to_string(),
+            num(c.rate_bps / 1e6),
+            num(share(c.bits as f64, total_bits)),
+            num(d.p50),
+            num(d.p99),
+            num(d.max),
+            c.thread.cpu.to_string(),
         ]);
     }
-    let t = &v["total_delay_us"];
+    let t = &r.total_delay_us;
     rows.push(vec![
         "total".into(),
         num(total_gen),
-        txt(&v["total_pkts"]),
+        r.total_pkts.to_string(),
         "".into(),
         "".into(),
-        num(f(&v["total_rate_bps"]) / 1e6),
+        num(r.total_rate_bps / 1e6),
         "100".into(),
-        num(f(&t["p50"])),
-        num(f(&t["p99"])),
-        num(f(&t["max"])),
+        num(t.p50),
+        num(t.p99),
+        num(t.max),
         "".into(),
     ]);
     sec.push(Block::Table {
@@ -628,9 +633,10 @@ fn sched(v: &Value, source: &str) -> Section {
         .to_vec(),
         rows,
     });
+    let counted = |s: &Summary| (s.count > 0).then_some(*s);
     let mut series: Vec<(String, Summary)> =
-        clients.iter().filter_map(|c| Some((format!("client {}", txt(&c["client"])), summary(&c["delay_us"])?))).collect();
-    if let Some(s) = summary(&v["total_delay_us"]) {
+        clients.iter().filter_map(|c| Some((format!("client {}", c.client), counted(&c.delay_us)?))).collect();
+    if let Some(s) = counted(&r.total_delay_us) {
         series.push(("all clients".into(), s));
     }
     sec.push(Block::Heading("Figures".into()));
@@ -645,11 +651,11 @@ fn sched(v: &Value, source: &str) -> Section {
         sec.push(Block::Note("No packet was delivered: no delay distribution to draw.".into()));
     }
     if !clients.is_empty() {
-        let cats: Vec<String> = clients.iter().map(|c| txt(&c["client"])).collect();
+        let cats: Vec<String> = clients.iter().map(|c| c.client.to_string()).collect();
         let mut bars = BarChart::new("Per-client shares", "client", "share (%)", cats);
-        bars.add("transmitted bits", clients.iter().map(|c| share(f(&c["bits"]), total_bits)).collect());
-        bars.add("generated packets", clients.iter().map(|c| share(f(&c["generated_pkts"]), total_gen)).collect());
-        let active = clients.iter().filter(|c| c["active"].as_bool() != Some(false)).count();
+        bars.add("transmitted bits", clients.iter().map(|c| share(c.bits as f64, total_bits)).collect());
+        bars.add("generated packets", clients.iter().map(|c| share(c.generated_pkts as f64, total_gen)).collect());
+        let active = clients.iter().filter(|c| c.active).count();
         if active > 0 {
             bars.reference_y = Some(100.0 / active as f64);
         }
@@ -660,6 +666,12 @@ fn sched(v: &Value, source: &str) -> Section {
         );
     }
     sec
+}
+
+/// A typed result in its serialised form, for the blocks that walk any result (what was run,
+/// machine and placement, percentile summaries): what they show has been read through the type.
+fn typed_value<T: serde::Serialize>(r: &T) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
 }
 
 // ----- predict -----
@@ -844,8 +856,22 @@ fn rates(v: &Value, path: &str, out: &mut Vec<(String, f64)>) {
     }
 }
 
-fn prims(v: &Value, source: &str) -> Section {
-    let cmd = txt(&v["command"]);
+fn prims(raw: &Value, source: &str) -> Section {
+    let cmd = txt(&raw["command"]);
+    // Each command's result reads as its type; the section walks the typed result's fields.
+    let typed = match results::tag_of(raw).and_then(results::kind_named).map(|k| k.name).unwrap_or_else(|| match cmd.as_str() {
+        "trylock" => TrylockSchema::NAME,
+        "notify" => NotifySchema::NAME,
+        _ => SemtestSchema::NAME,
+    }) {
+        TrylockSchema::NAME => results::read::<Trylock>(raw).map(|r| typed_value(&r)),
+        NotifySchema::NAME => results::read::<Notify>(raw).map(|r| typed_value(&r)),
+        _ => results::read::<Semtest>(raw).map(|r| typed_value(&r)),
+    };
+    let v = &match typed {
+        Ok(v) => v,
+        Err(e) => return unreadable(Section::new(&cmd, &cmd, source), &e),
+    };
     let cfg = &v["run"]["config"];
     let test = cfg.get("test").map(txt).or_else(|| cfg.get("mode").map(txt)).unwrap_or_default();
     let what = cfg.get("lock").or_else(|| cfg.get("mechanism")).or_else(|| cfg.get("primitive")).map(txt).unwrap_or_default();
@@ -1052,6 +1078,84 @@ fn echo(v: &Value, source: &str) -> Section {
     sec
 }
 
+// ----- burst -----
+
+fn burst(raw: &Value, source: &str) -> Section {
+    let r: Burst = match results::read(raw) {
+        Ok(r) => r,
+        Err(e) => return unreadable(Section::new("burst", "TCP echo bursts", source), &e),
+    };
+    let v = &typed_value(&r);
+    let targets = r.all_targets();
+    let mut sec = Section::new(
+        "burst",
+        &format!(
+            "TCP echo bursts: {} to {}",
+            size_label(r.size_bytes as f64),
+            targets.iter().map(|t| t.addr.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        source,
+    );
+    what_was_run(
+        &mut sec,
+        v,
+        vec![
+            ("burst size".into(), format!("{} bytes", r.size_bytes)),
+            ("rounds (warm-up)".into(), format!("{} ({})", r.rounds, r.warmup)),
+            ("mode".into(), format!("{}{}", r.mode, if r.spin { ", spinning" } else { "" })),
+        ],
+    );
+    machine_and_placement(&mut sec, v);
+    if r.interrupted {
+        sec.push(Block::Warning("Interrupted: fewer rounds than asked for.".into()));
+    }
+    sec.push(Block::Heading("Results".into()));
+    let ratio = |x: Option<f64>| x.map_or_else(|| "–".to_string(), num);
+    sec.push(Block::Table {
+        caption: "Round trip per target (us) and what the client cost per round".into(),
+        header: [
+            "target",
+            "rounds",
+            "p50",
+            "p99",
+            "max",
+            "p50 / target 1",
+            "client CPU (us/round)",
+            "syscalls/round",
+            "bytes verified",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: targets
+            .iter()
+            .map(|t| {
+                vec![
+                    t.addr.clone(),
+                    t.rtt_us.count.to_string(),
+                    num(t.rtt_us.p50),
+                    num(t.rtt_us.p99),
+                    num(t.rtt_us.max),
+                    ratio(t.ratio_to_first.map(|x| x.p50)),
+                    num(t.client_cost.cpu_us_per_round),
+                    num(t.client_cost.syscalls_per_round),
+                    t.bytes_verified.to_string(),
+                ]
+            })
+            .collect(),
+    });
+    sec.push(Block::Heading("Figures".into()));
+    let series: Vec<(String, Summary)> =
+        targets.iter().filter(|t| t.rtt_us.count > 0).map(|t| (t.addr.clone(), t.rtt_us)).collect();
+    let cdf =
+        summary_cdf(&format!("TCP echo round trip, {} bursts", size_label(r.size_bytes as f64)), "round trip (us)", &series);
+    if cdf.has_data() {
+        fig(&mut sec, "Round-trip CDF per target, through the recorded percentiles.", cdf.svg());
+    } else {
+        sec.push(Block::Note("No round was measured: nothing to draw.".into()));
+    }
+    sec
+}
+
 /// Why a result of a typed kind does not read as its type (None: it reads, or the kind is not
 /// typed yet).
 pub fn typed_error(input: &Input, kind: Kind) -> Option<String> {
@@ -1059,6 +1163,13 @@ pub fn typed_error(input: &Input, kind: Kind) -> Option<String> {
     let e = match kind {
         Kind::EchoBench => results::read::<EchoBench>(v).err(),
         Kind::RdmaShare => results::read::<RdmaShare>(v).err(),
+        Kind::Sched => results::read::<Sched>(v).err(),
+        Kind::Burst => results::read::<Burst>(v).err(),
+        Kind::Prims => match v["command"].as_str() {
+            Some("trylock") => results::read::<Trylock>(v).err(),
+            Some("notify") => results::read::<Notify>(v).err(),
+            _ => results::read::<Semtest>(v).err(),
+        },
         _ => None,
     };
     e.map(|e| e.to_string())

@@ -15,8 +15,14 @@
 //! Floats that may be NaN or infinite (an empty sample, a division by zero) are written as JSON
 //! `null`; their schema says `number` or `null`, and reading turns `null` back into NaN.
 
+pub mod burst;
 pub mod echo_bench;
+pub mod notify;
+pub mod prims;
 pub mod rdma_share;
+pub mod sched;
+pub mod semtest;
+pub mod trylock;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -103,6 +109,10 @@ pub trait Kind: serde::Serialize + DeserializeOwned + schemars::JsonSchema {
     const VERSION: u32;
     /// The schema's file name under `schemas/`.
     const FILE: &'static str;
+    /// What the field types cannot say (checked by [`read`] after the fields).
+    fn check_more(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Reads one result of kind `K` from parsed JSON: checks the `schema` tag, then every field. A
@@ -119,7 +129,9 @@ pub fn read<K: Kind>(v: &Value) -> Result<K, ResultError> {
     if let Some(o) = v.as_object_mut() {
         o.insert("schema".into(), Value::String(tag));
     }
-    serde_json::from_value(v).map_err(|e| ResultError::Fields { tag: K::NAME, why: e.to_string() })
+    let k: K = serde_json::from_value(v).map_err(|e| ResultError::Fields { tag: K::NAME, why: e.to_string() })?;
+    k.check_more().map_err(|why| ResultError::Fields { tag: K::NAME, why })?;
+    Ok(k)
 }
 
 /// The `schema` tag of a parsed result, if it has one.
@@ -134,12 +146,62 @@ pub fn schema_text<K: Kind>() -> String {
     s
 }
 
+/// One result kind as the cross-kind machinery sees it: its name, version, schema file, and
+/// functions that generate its schema and read a parsed result as its type.
+#[derive(Clone, Copy)]
+pub struct KindInfo {
+    /// `schedlab.echo-bench`.
+    pub name: &'static str,
+    pub version: u32,
+    /// The schema's file name under `schemas/` and `python/schedlab/schemas/`.
+    pub file: &'static str,
+    /// The JSON Schema, as committed.
+    pub schema: fn() -> String,
+    /// Reads a parsed result as this kind's type ([`read`]) and writes it again (what the type
+    /// kept), or says what does not match.
+    pub reread: fn(&Value) -> Result<Value, ResultError>,
+}
+
+impl KindInfo {
+    /// `NAME/VERSION`, as written in the `schema` field.
+    pub fn tag(&self) -> String {
+        format!("{}/{}", self.name, self.version)
+    }
+}
+
+fn reread<K: Kind>(v: &Value) -> Result<Value, ResultError> {
+    let k = read::<K>(v)?;
+    serde_json::to_value(&k).map_err(|e| ResultError::Fields { tag: K::NAME, why: format!("cannot be written again: {e}") })
+}
+
+/// The entry of [`KINDS`] for kind `K`.
+pub const fn kind<K: Kind>() -> KindInfo {
+    KindInfo { name: K::NAME, version: K::VERSION, file: K::FILE, schema: schema_text::<K>, reread: reread::<K> }
+}
+
+/// Every result kind, one line each. A new kind is added here (and gets a committed schema from
+/// the schemas test, a Python entry in `readers.SCHEMAS`, and a producer in the round-trip test
+/// `crates/cli/tests/result_kinds.rs`; each of those fails until it is there).
+pub const KINDS: &[KindInfo] = &[
+    kind::<burst::Burst>(),
+    kind::<echo_bench::EchoBench>(),
+    kind::<notify::Notify>(),
+    kind::<rdma_share::RdmaShare>(),
+    kind::<sched::Sched>(),
+    kind::<semtest::Semtest>(),
+    kind::<trylock::Trylock>(),
+];
+
+/// The entry of [`KINDS`] with this name (`schedlab.sched`), or with this tag's name
+/// (`schedlab.sched/1`).
+pub fn kind_named(name_or_tag: &str) -> Option<&'static KindInfo> {
+    let name = name_or_tag.rsplit_once('/').map_or(name_or_tag, |(n, _)| n);
+    KINDS.iter().find(|k| k.name == name)
+}
+
 /// Every kind's schema file name and text.
 pub fn schemas() -> Vec<(&'static str, String)> {
-    vec![
-        (echo_bench::EchoBench::FILE, schema_text::<echo_bench::EchoBench>()),
-        (rdma_share::RdmaShare::FILE, schema_text::<rdma_share::RdmaShare>()),
-    ]
+    KINDS.iter().map(|k| (k.file, (k.schema)())).collect()
 }
 
 /// The schema of a float that is always present and may be `null` (NaN or infinite).
@@ -172,5 +234,43 @@ mod tests {
         assert!(matches!(check_tag("schedlab.sim/1", "schedlab.echo-bench", 1), Err(ResultError::OtherKind { .. })));
         let e = check_tag("schedlab.echo-bench/2", "schedlab.echo-bench", 1).unwrap_err();
         assert!(e.to_string().contains("reads schedlab.echo-bench/1"), "{e}");
+    }
+
+    #[test]
+    fn kinds_are_found_by_name_or_tag() {
+        assert_eq!(kind_named("schedlab.sched").map(|k| k.file), Some("sched.schema.json"));
+        assert_eq!(kind_named("schedlab.burst/1").map(|k| k.tag()), Some("schedlab.burst/1".to_string()));
+        assert!(kind_named("schedlab.nothing").is_none());
+    }
+
+    /// A burst target whose fields do not read is refused, not read as a run without targets.
+    #[test]
+    fn a_burst_needs_its_target() {
+        let summary = serde_json::to_value(crate::hist::Summary::default()).unwrap();
+        let machine = serde_json::to_value(crate::machine::MachineInfo::collect()).unwrap();
+        let thread = serde_json::to_value(crate::machine::ThreadInfo::current()).unwrap();
+        let cost = serde_json::to_value(burst::ClientCost::default()).unwrap();
+        let target = serde_json::json!({
+            "addr": "127.0.0.1:7", "sndbuf_bytes": 1, "rcvbuf_bytes": 1, "busy_poll_us": null, "napi_id": null,
+            "bytes_verified": 0, "congestion": "cubic", "client_cost": cost, "rtt_us": summary, "rtt_samples_us": [],
+            "disturbance": null,
+        });
+        let mut v = serde_json::json!({
+            "schema": "schedlab.burst/1", "machine": machine, "thread": thread, "size_bytes": 4, "rounds": 1,
+            "warmup": 0, "mode": "burst", "spin": false, "interrupted": false,
+        });
+        for (k, x) in target.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let b: burst::Burst = read(&v).expect("one target at the top level reads");
+        assert_eq!(b.all_targets().len(), 1);
+        assert_eq!(serde_json::to_value(&b).unwrap(), v, "and writes back unchanged");
+        let mut bad = v.clone();
+        bad["bytes_verified"] = "many".into();
+        let e = read::<burst::Burst>(&bad).unwrap_err();
+        assert!(e.to_string().contains("neither one target"), "{e}");
+        let mut both = v.clone();
+        both["targets"] = serde_json::json!([target]);
+        assert!(read::<burst::Burst>(&both).unwrap_err().to_string().contains("both"));
     }
 }
