@@ -11,7 +11,8 @@ without holding the GIL; Ctrl-C stops it and raises ``KeyboardInterrupt``.
 
 Readers turn the other commands' files into DataFrames: :func:`read_sched_json`,
 :func:`read_timestamps`, :func:`read_semtest_json`, :func:`read_echo_bench_json`,
-:func:`read_rdma_share_json`, and :func:`read_table` for sweep outputs (CSV or Parquet). Kinds with
+:func:`read_rdma_share_json`, :func:`read_predict_json`, :func:`read_table` for sweep outputs (CSV or
+Parquet) and :func:`read_sweep_jsonl` for sweep rows as JSON lines. Kinds with
 a committed JSON Schema are validated first (:func:`validate`).
 """
 
@@ -20,9 +21,11 @@ from __future__ import annotations
 from schedlab._native import version as _version
 from schedlab.readers import (
     read_echo_bench_json,
+    read_predict_json,
     read_rdma_share_json,
     read_sched_json,
     read_semtest_json,
+    read_sweep_jsonl,
     read_table,
     read_timestamps,
     validate,
@@ -43,6 +46,8 @@ __all__ = [
     "read_semtest_json",
     "read_echo_bench_json",
     "read_rdma_share_json",
+    "read_predict_json",
+    "read_sweep_jsonl",
     "validate",
     "__version__",
 ]

@@ -101,17 +101,40 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
         + ["--no-busy-poll", "--peer", "none", "--out", "eb"],
         tmp_path,
     )
+    (tmp_path / "w.txt").write_text("thread all\n100ms 6M 1500 dist:report poisson\n")
+    run(
+        [schedlab_bin, "predict", "-t", "2", "-f", "w.txt", "-b", "20M", "-q", "200", "-i", "0", "-c", "0"]
+        + ["--algs", "fifo,sf", "--json", "p.json"],
+        tmp_path,
+    )
+    (tmp_path / "s.toml").write_text('traffic = [50]\nstrategies = ["FIFO", 10]\npackets = "10k"\n')
+    run([schedlab_bin, "sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"], tmp_path)
+    run([schedlab_bin, "sweep", "s.toml", "--out", "t.csv", "-q", "-j", "1"], tmp_path)
     written = {
         "schedlab.rdma-share": tmp_path / "r.json",
         "schedlab.echo-bench": tmp_path / "eb" / "results.json",
+        "schedlab.predict": tmp_path / "p.json",
+        "schedlab.sweep-row": tmp_path / "t.jsonl",
     }
     assert set(written) == set(readers.SCHEMAS), "a kind with a schema has no round trip here"
     for name, path in written.items():
-        doc = json.loads(path.read_text())
+        text = path.read_text()
+        # A JSON-lines file (sweep rows): every line is one result of the kind.
+        doc = json.loads(text.splitlines()[0] if path.suffix == ".jsonl" else text)
         assert doc["schema"] == f"{name}/{readers.SCHEMAS[name][0]}"
         assert schedlab.validate(doc, name, path) is doc
     assert schedlab.read_rdma_share_json(written["schedlab.rdma-share"]).height == 2
     assert schedlab.read_echo_bench_json(tmp_path / "eb").height == 1
+    rows = schedlab.read_predict_json(written["schedlab.predict"])
+    assert rows.filter(pl.col("len_pkts") == 0)["alg"].to_list() == ["fifo", "sf"]
+    assert {"measured_mean_us", "predicted_mean_us", "ratio_mean", "breakdown_ring_wait_us", "kept_up"} <= set(rows.columns)
+    assert schedlab.read_predict_json(written["schedlab.predict"], table="runs").height == 2
+    sweep_rows = schedlab.read_sweep_jsonl(written["schedlab.sweep-row"])
+    table = schedlab.read_table(tmp_path / "t.csv")
+    assert sweep_rows.columns == table.columns
+    for c in ("cell", "strategy", "len_pkts", "msgs", "sweep_id"):
+        assert sweep_rows[c].to_list() == table[c].to_list(), c
+    assert sweep_rows["mean_lat_tu"].to_list() == table["mean_lat_tu"].fill_nan(None).to_list()
 
     share = json.loads(written["schedlab.rdma-share"].read_text())
     with pytest.raises(ValueError, match="reads schedlab.rdma-share/1"):

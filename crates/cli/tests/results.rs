@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 use schedlab_report::results::echo_bench::{EchoBench, EchoBenchSchema};
+use schedlab_report::results::predict::{Predict, PredictSchema};
 use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
+use schedlab_report::results::sweep_row::{SweepRow, SweepRowSchema};
 use schedlab_report::results::{read, Kind, ResultError};
 use serde_json::Value;
 
@@ -96,4 +98,88 @@ fn echo_bench_round_trip() {
     assert_eq!((r.rows[0].mode.as_str(), r.rows[0].size_bytes, r.rows[0].rtt_us.count), ("naive", 1, 20));
     assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
     page_reads(&file, "TCP echo latency matrix");
+}
+
+#[test]
+fn predict_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.txt"), "thread all\n100ms 6M 1500 dist:report poisson\n").unwrap();
+    let json = dir.path().join("p.json");
+    schedlab()
+        .current_dir(dir.path())
+        .args(["predict", "-t", "2", "-f", "w.txt", "-b", "20M", "-q", "200", "-i", "0", "-c", "0", "--seed", "3"])
+        .args(["--algs", "fifo,sf", "--drain", "50ms", "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let v = load(&json);
+    assert_eq!(v["schema"], PredictSchema::TAG);
+    assert_eq!(committed_tag::<Predict>(), PredictSchema::TAG);
+    let r: Predict = read(&v).expect("the page's reader reads what predict wrote");
+    assert_eq!(r.seed, 3);
+    assert_eq!(r.runs.iter().map(|x| x.alg.as_str()).collect::<Vec<_>>(), ["fifo", "sf"]);
+    for run in &r.runs {
+        assert_eq!(run.rows.last().map(|x| x.len_pkts), Some(0), "{}: the last row is all lengths", run.alg);
+        assert!(run.order_check.is_some_and(|o| o.harness_pkts > 0), "{}", run.alg);
+    }
+    assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
+    page_reads(&json, "Measured vs predicted: fifo, sf");
+    assert!(matches!(read::<RdmaShare>(&v), Err(ResultError::OtherKind { .. })));
+}
+
+#[test]
+fn sweep_row_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.toml"), "traffic = [50]\nstrategies = [\"FIFO\", 10]\npackets = \"10k\"\n").unwrap();
+    for out in ["t.jsonl", "t.csv"] {
+        schedlab()
+            .current_dir(dir.path())
+            .args(["sweep", "s.toml", "--out", out, "-q", "-j", "1"])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success();
+    }
+    assert_eq!(committed_tag::<SweepRow>(), SweepRowSchema::TAG);
+    let text = std::fs::read_to_string(dir.path().join("t.jsonl")).unwrap();
+    let rows: Vec<SweepRow> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["schema"], SweepRowSchema::TAG);
+            let r: SweepRow = read(&v).expect("the typed reader reads what sweep wrote");
+            assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
+            r
+        })
+        .collect();
+    // The same rows as the CSV table, column for column.
+    let csv = std::fs::read_to_string(dir.path().join("t.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap().split(',').collect::<Vec<_>>(), SweepRow::COLUMNS.to_vec());
+    let csv_rows: Vec<&str> = lines.collect();
+    assert_eq!(csv_rows.len(), rows.len());
+    assert!(rows.iter().any(|r| r.strategy == "FIFO" && r.len_pkts == 0 && r.mean_lat_tu > 0.0));
+    for (r, line) in rows.iter().zip(&csv_rows) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let v = serde_json::to_value(r).unwrap();
+        for (name, cell) in SweepRow::COLUMNS.iter().zip(&cells) {
+            let j = &v[*name];
+            let same = match j {
+                Value::String(s) => s == cell,
+                Value::Null => cell.parse::<f64>().is_ok_and(|x| !x.is_finite()),
+                Value::Number(n) => n.as_f64() == cell.parse::<f64>().ok(),
+                Value::Bool(b) => b.to_string() == *cell,
+                _ => false,
+            };
+            assert!(same, "column {name}: JSON {j} vs CSV {cell}");
+        }
+    }
+    // `sweep merge` reads JSON-lines parts back through the typed reader.
+    schedlab()
+        .current_dir(dir.path())
+        .args(["sweep", "merge", "t.jsonl", "--out", "m.csv"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(dir.path().join("m.csv")).unwrap(), csv);
 }

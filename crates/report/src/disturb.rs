@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How the migrations were counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MigrationSource {
     /// `se.nr_migrations` of `/proc/thread-self/sched`: every migration.
@@ -177,7 +177,7 @@ impl Probe {
 }
 
 /// What disturbed one thread during its measured window, as printed and exported.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Disturbance {
     /// The thread's role, e.g. `sched`, `client0`, `waker`.
     pub thread: String,
@@ -196,6 +196,8 @@ pub struct Disturbance {
     pub max_gap_end_ns: u64,
     /// The mean wait, for an event at a random instant of the window, until the loop's next
     /// iteration (Σ gap² / 2 Σ gap), ns.
+    #[serde(deserialize_with = "crate::results::nan_or_number")]
+    #[schemars(with = "crate::results::NullableF64")]
     pub mean_residual_ns: f64,
 }
 

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::results::echo_bench::EchoBenchSchema;
+use crate::results::predict::PredictSchema;
 use crate::results::rdma_share::RdmaShareSchema;
 
 /// What a result file is.
@@ -105,6 +106,7 @@ pub fn json_kind(v: &Value) -> Result<Kind, String> {
         match name {
             EchoBenchSchema::NAME => return Ok(Kind::EchoBench),
             RdmaShareSchema::NAME => return Ok(Kind::RdmaShare),
+            PredictSchema::NAME => return Ok(Kind::Predict),
             _ => {}
         }
     }

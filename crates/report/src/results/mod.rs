@@ -16,7 +16,9 @@
 //! `null`; their schema says `number` or `null`, and reading turns `null` back into NaN.
 
 pub mod echo_bench;
+pub mod predict;
 pub mod rdma_share;
+pub mod sweep_row;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -134,11 +136,14 @@ pub fn schema_text<K: Kind>() -> String {
     s
 }
 
-/// Every kind's schema file name and text.
+/// Every kind's schema file name and text: the one list of all result kinds (a new kind adds its
+/// line here).
 pub fn schemas() -> Vec<(&'static str, String)> {
     vec![
         (echo_bench::EchoBench::FILE, schema_text::<echo_bench::EchoBench>()),
         (rdma_share::RdmaShare::FILE, schema_text::<rdma_share::RdmaShare>()),
+        (predict::Predict::FILE, schema_text::<predict::Predict>()),
+        (sweep_row::SweepRow::FILE, schema_text::<sweep_row::SweepRow>()),
     ]
 }
 
