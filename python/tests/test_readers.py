@@ -109,7 +109,7 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
     )
     (tmp_path / "s.toml").write_text('traffic = [50]\nstrategies = ["FIFO", 10]\npackets = "10k"\n')
     run([schedlab_bin, "sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"], tmp_path)
-    run([schedlab_bin, "sweep", "s.toml", "--out", "t.csv", "-q", "-j", "1"], tmp_path)
+    run([schedlab_bin, "sweep", "merge", "t.jsonl", "--out", "t.csv"], tmp_path)
     written = {
         "schedlab.rdma-share": tmp_path / "r.json",
         "schedlab.echo-bench": tmp_path / "eb" / "results.json",

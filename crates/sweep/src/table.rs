@@ -126,7 +126,9 @@ impl Format {
             Some("csv") => Ok(Format::Csv),
             Some("parquet" | "pq") => Ok(Format::Parquet),
             Some("jsonl" | "ndjson") => Ok(Format::Jsonl),
-            _ => bail!("{}: the output's extension must be .csv, .parquet or .jsonl", path.display()),
+            _ => {
+                bail!("{}: the output's extension must be .csv or .parquet (or .jsonl: typed rows as JSON lines)", path.display())
+            }
         }
     }
 }
