@@ -12,9 +12,10 @@ without holding the GIL; Ctrl-C stops it and raises ``KeyboardInterrupt``.
 Readers turn the other commands' files into DataFrames: :func:`read_sched_json`,
 :func:`read_timestamps`, :func:`read_semtest_json`, :func:`read_trylock_json`,
 :func:`read_notify_json`, :func:`read_burst_json`, :func:`read_echo_bench_json`,
-:func:`read_rdma_share_json`, and :func:`read_table` for sweep outputs (CSV or Parquet). Kinds with
-a committed JSON Schema are validated first (:func:`validate`); :func:`read_result` reads any of
-them by its ``schema`` tag.
+:func:`read_rdma_share_json`, :func:`read_predict_json`, :func:`read_table` for sweep outputs (CSV or
+Parquet) and :func:`read_sweep_jsonl` for sweep rows as JSON lines. Kinds with a committed JSON
+Schema are validated first (:func:`validate`); :func:`read_result` reads any of them by its
+``schema`` tag.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from schedlab.readers import (
     read_burst_json,
     read_echo_bench_json,
     read_notify_json,
+    read_predict_json,
     read_rdma_share_json,
     read_result,
     read_sched_json,
     read_semtest_json,
+    read_sweep_jsonl,
     read_table,
     read_timestamps,
     read_trylock_json,
@@ -53,6 +56,8 @@ __all__ = [
     "read_result",
     "read_echo_bench_json",
     "read_rdma_share_json",
+    "read_predict_json",
+    "read_sweep_jsonl",
     "validate",
     "__version__",
 ]

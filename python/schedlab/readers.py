@@ -57,8 +57,10 @@ SCHEMAS: dict[str, tuple[int, str]] = {
     "schedlab.echo-bench": (1, "echo-bench.schema.json"),
     "schedlab.notify": (1, "notify.schema.json"),
     "schedlab.rdma-share": (1, "rdma-share.schema.json"),
+    "schedlab.predict": (1, "predict.schema.json"),
     "schedlab.sched": (1, "sched.schema.json"),
     "schedlab.semtest": (1, "semtest.schema.json"),
+    "schedlab.sweep-row": (1, "sweep-row.schema.json"),
     "schedlab.trylock": (1, "trylock.schema.json"),
 }
 
@@ -208,6 +210,62 @@ def read_rdma_share_json(path: PathLike, table: Literal["flows", "windows"] = "f
         raise ValueError(f"table {table!r}: use 'flows' or 'windows'")
     common = {"backend": d.get("backend"), "jain_overall": d.get("jain"), "window_us": d.get("window_us")}
     return _rows(d[table], common)
+
+
+def read_predict_json(path: PathLike, table: Literal["rows", "runs", "summaries"] = "rows") -> pl.DataFrame:
+    """``schedlab predict --json FILE``, validated against ``schedlab.predict``:
+
+    - ``table="rows"``: one row per (run, message length): ``alg``, ``label``, ``repeat_run``,
+      ``len_pkts`` (0 = all lengths), ``count``, ``measured_mean_us``, ``predicted_p99_us``,
+      ``ratio_mean``, ``breakdown_ring_wait_us``, ..., with the run's verdict (``kept_up``,
+      ``disturbed``, ``predicted``) and the workload's settings on every row;
+    - ``table="runs"``: one row per run (its scalars: ``alg``, ``verdict_kept_up``,
+      ``link_achieved_bps``, ``order_check_first_mismatch``, ``release_lateness_mean_us``, ...);
+    - ``table="summaries"``: one row per policy over the ``--repeat`` runs (``ratio_median``, ...).
+    """
+    d = _load(path)
+    if not isinstance(d, dict) or "runs" not in d:
+        raise ValueError(f"{path}: not a `schedlab predict --json` file (no 'runs')")
+    validate(d, "schedlab.predict", path)
+    common = {k: d[k] for k in ("seed", "traffic", "threads", "queue_pkts", "drain_ns", "repeat")}
+    if table == "runs":
+        return _rows(d["runs"], common)
+    if table == "summaries":
+        return _rows(d["summaries"], common)
+    if table != "rows":
+        raise ValueError(f"table {table!r}: use 'rows', 'runs' or 'summaries'")
+    rows = []
+    for r in d["runs"]:
+        run = {
+            **common,
+            "alg": r["alg"],
+            "label": r["label"],
+            "repeat_run": r["repeat_run"],
+            "kept_up": r["verdict"]["kept_up"],
+            "disturbed": r["verdict"]["disturbed"],
+            "predicted": r["predicted"],
+        }
+        rows.extend({**run, **_flatten(x)} for x in r["rows"])
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def read_sweep_jsonl(path: PathLike) -> pl.DataFrame:
+    """JSON lines of sweep rows (``schedlab.sweep-row``, one object per line), each validated, as
+    the sweep table (the columns of :func:`read_table`, the ``schema`` tag dropped)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{n}: not JSON: {e}") from None
+            validate(doc, "schedlab.sweep-row", f"{path}:{n}")
+            rows.append({k: v for k, v in doc.items() if k != "schema"})
+    from schedlab.sweep import _schema
+
+    return pl.DataFrame(rows, schema=_schema())
 
 
 _SCHED_TS = ["cli_enq_ns", "sch_enq_delta_ns", "sch_deq_delta_ns", "cli_deq_delta_ns", "len_bytes", "dropped"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -107,6 +108,15 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
     finally:
         server.kill()
         server.wait()
+    (tmp_path / "w.txt").write_text("thread all\n100ms 6M 1500 dist:report poisson\n")
+    run(
+        [schedlab_bin, "predict", "-t", "2", "-f", "w.txt", "-b", "20M", "-q", "200", "-i", "0", "-c", "0"]
+        + ["--algs", "fifo,sf", "--json", "p.json"],
+        tmp_path,
+    )
+    (tmp_path / "s.toml").write_text('traffic = [50]\nstrategies = ["FIFO", 10]\npackets = "10k"\n')
+    run([schedlab_bin, "sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"], tmp_path)
+    run([schedlab_bin, "sweep", "merge", "t.jsonl", "--out", "t.csv"], tmp_path)
     return {
         "schedlab.rdma-share": tmp_path / "r.json",
         "schedlab.echo-bench": tmp_path / "eb" / "results.json",
@@ -115,7 +125,17 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
         "schedlab.notify": tmp_path / "notify.json",
         "schedlab.semtest": tmp_path / "semtest.json",
         "schedlab.burst": tmp_path / "burst.json",
+        "schedlab.predict": tmp_path / "p.json",
+        "schedlab.sweep-row": tmp_path / "t.jsonl",
     }
+
+
+def _first_doc(path: Path) -> Any:
+    """The result in a file; for a JSON-lines file (sweep rows, one result per line), its first line."""
+    import json
+
+    text = path.read_text()
+    return json.loads(text.splitlines()[0] if path.suffix == ".jsonl" else text)
 
 
 def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path: Path, root: Path) -> None:
@@ -130,12 +150,23 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
     written = _write_every_kind(schedlab_bin, tmp_path)
     assert set(written) == set(readers.SCHEMAS), "a kind with a schema has no round trip here"
     for name, path in written.items():
-        doc = json.loads(path.read_text())
+        doc = _first_doc(path)
         assert doc["schema"] == f"{name}/{readers.SCHEMAS[name][0]}"
         assert schedlab.validate(doc, name, path) is doc
-        assert schedlab.read_result(path) == (name, doc)
+        if path.suffix != ".jsonl":
+            assert schedlab.read_result(path) == (name, doc)
     assert schedlab.read_rdma_share_json(written["schedlab.rdma-share"]).height == 2
     assert schedlab.read_echo_bench_json(tmp_path / "eb").height == 1
+    rows = schedlab.read_predict_json(written["schedlab.predict"])
+    assert rows.filter(pl.col("len_pkts") == 0)["alg"].to_list() == ["fifo", "sf"]
+    assert {"measured_mean_us", "predicted_mean_us", "ratio_mean", "breakdown_ring_wait_us", "kept_up"} <= set(rows.columns)
+    assert schedlab.read_predict_json(written["schedlab.predict"], table="runs").height == 2
+    sweep_rows = schedlab.read_sweep_jsonl(written["schedlab.sweep-row"])
+    table = schedlab.read_table(tmp_path / "t.csv")
+    assert sweep_rows.columns == table.columns
+    for c in ("cell", "strategy", "len_pkts", "msgs", "sweep_id"):
+        assert sweep_rows[c].to_list() == table[c].to_list(), c
+    assert sweep_rows["mean_lat_tu"].to_list() == table["mean_lat_tu"].fill_nan(None).to_list()
     sched = schedlab.read_sched_json(written["schedlab.sched"])
     assert sched["client"].to_list() == [0, 1] and (sched["schema"] == "schedlab.sched/1").all()
     trylock = schedlab.read_trylock_json(written["schedlab.trylock"])
@@ -150,7 +181,7 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
         (tmp_path / "untagged.json").write_text('{"clients": []}')
         schedlab.read_result(tmp_path / "untagged.json")
     for name, path in written.items():
-        doc = json.loads(path.read_text())
+        doc = _first_doc(path)
         required = readers.schema(name)["required"]
         field = next(f for f in required if f != "schema")
         with pytest.raises(ValueError, match=f"'{field}' is a required property"):

@@ -16,7 +16,6 @@ use schedlab_report::disturb::Disturbance;
 use schedlab_report::Summary;
 use schedlab_sched::messages::MsgRecord;
 use schedlab_sim::replay::{replay, ReplayArrival, ReplayError};
-use serde::Serialize;
 
 /// Service time of one packet of `bytes` on a `link_bps` link, ns.
 pub fn service_ns(bytes: u32, link_bps: u64) -> f64 {
@@ -88,42 +87,18 @@ pub fn predict<P: Policy<usize>>(policy: P, msgs: &[MsgRecord], trace: &Trace) -
 }
 
 /// Mean, median and 99th percentile, µs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Lat {
-    pub mean_us: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-}
+/// Latency figures, the time breakdown and one comparison row: the typed result's parts
+/// (`schedlab_report::results::predict`), which `predict --json` writes.
+pub use schedlab_report::results::predict::{Breakdown, CompareRow as Row, Lat};
 
-impl Lat {
-    fn of_ns(v: &[f64]) -> Lat {
-        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return Lat { mean_us: f64::NAN, p50_us: f64::NAN, p99_us: f64::NAN };
-        }
-        let s = Summary::of_f64(&v);
-        Lat { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
+/// Mean, p50 and p99 in µs of latencies in ns (NaN for no finite sample).
+fn lat_of_ns(v: &[f64]) -> Lat {
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return Lat { mean_us: f64::NAN, p50_us: f64::NAN, p99_us: f64::NAN };
     }
-}
-
-/// Where the measured time went, mean µs per message.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Breakdown {
-    pub ring_wait_us: f64,
-    pub sched_queue_us: f64,
-    pub release_to_seen_us: f64,
-}
-
-/// One row of the comparison: one message length (0 = all lengths).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Row {
-    pub len_pkts: u32,
-    pub count: usize,
-    pub measured: Lat,
-    pub predicted: Lat,
-    /// measured mean / predicted mean (NaN when the prediction is 0).
-    pub ratio_mean: f64,
-    pub breakdown: Breakdown,
+    let s = Summary::of_f64(&v);
+    Lat { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
 }
 
 /// Compares the delivered messages that the simulator also delivered, per length and overall.
@@ -138,7 +113,7 @@ pub fn compare(msgs: &[MsgRecord], predicted: &[Option<f64>]) -> Vec<Row> {
         let pred: Vec<f64> = sel.iter().map(|(_, p)| *p).collect();
         let n = sel.len().max(1) as f64;
         let mean = |f: &dyn Fn(&MsgRecord) -> f64| sel.iter().map(|(m, _)| f(m)).sum::<f64>() / n / 1e3;
-        let (measured, predicted) = (Lat::of_ns(&meas), Lat::of_ns(&pred));
+        let (measured, predicted) = (lat_of_ns(&meas), lat_of_ns(&pred));
         Row {
             len_pkts: len,
             count: sel.len(),

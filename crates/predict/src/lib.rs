@@ -10,9 +10,16 @@
 //!   from the arrivals as the scheduler saw them;
 //! - [`repeat`]: `--repeat N`: runs set aside by the verdict dropped and named, median and spread
 //!   of the rest;
-//! - [`cli`]: `schedlab predict` (schedlab sched's options, `--algs`, `--plot`, `--json`), with the
-//!   "cannot keep up" verdict.
+//!
+//! The library face: a [`config::Config`] (plain data), [`run::run`] (or [`run::run_with`], with
+//! progress and an interrupt) returning the typed result [`run::Predict`]
+//! (`schedlab_report::results::predict`, `schedlab.predict/1`) with each run's "cannot keep up"
+//! verdict, and its writers in [`output`] (text, JSON, plot). [`cli`] turns `schedlab predict`'s
+//! command line (schedlab sched's options, `--algs`, `--plot`, `--json`) into a `Config`.
 pub mod cli;
 pub mod compare;
+pub mod config;
 pub mod order;
+pub mod output;
 pub mod repeat;
+pub mod run;

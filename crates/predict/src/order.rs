@@ -11,12 +11,11 @@
 use schedlab_policy::Policy;
 use schedlab_sched::harness::TraceEvent;
 use schedlab_sim::replay::{replay, ReplayArrival, ReplayError};
-use serde::Serialize;
 
 use crate::compare::service_ns;
 
 /// Outcome of the check.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct OrderCheck {
     /// Packets the harness released.
     pub harness_pkts: usize,
@@ -27,14 +26,22 @@ pub struct OrderCheck {
     /// Per policy message `(client, ring position of its first packet)`: when the link's own
     /// clock started its last packet (absolute ns, the scheduler trace's clock). The harness's
     /// `sch_deq` minus this is how late the scheduler's pass came for that slot.
-    #[serde(skip)]
     pub virtual_last_start: std::collections::HashMap<(u32, u64), u64>,
 }
 
 impl OrderCheck {
     /// Every packet the harness released is the one the simulator releases at that position.
     pub fn identical(&self) -> bool {
-        self.first_mismatch.is_none() && self.simulator_pkts >= self.harness_pkts
+        self.summary().identical()
+    }
+
+    /// What `predict --json` writes of it (the typed result's part).
+    pub fn summary(&self) -> schedlab_report::results::predict::OrderCheck {
+        schedlab_report::results::predict::OrderCheck {
+            harness_pkts: self.harness_pkts,
+            simulator_pkts: self.simulator_pkts,
+            first_mismatch: self.first_mismatch,
+        }
     }
 }
 

@@ -4,8 +4,6 @@
 //!
 //! Pure functions of the runs' outcomes (no harness), so they are tested on made-up outcomes.
 
-use serde::Serialize;
-
 /// What one run said, as far as the summary needs it.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -18,57 +16,20 @@ pub struct Outcome {
     pub predicted_mean_us: f64,
 }
 
-/// A run set aside, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SetAside {
-    /// 1-based, in the order the runs were made.
-    pub run: usize,
-    pub reasons: Vec<String>,
-}
+/// A run set aside, the spread of the kept runs and one algorithm's summary: the typed result's
+/// parts (`schedlab_report::results::predict`).
+pub use schedlab_report::results::predict::{RepeatSummary as Summary, SetAside, Spread};
 
-/// Median, extremes and the largest deviation from the median, of the kept runs.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    /// max |x − median| / median, in percent.
-    pub max_dev_pct: f64,
-}
-
-impl Spread {
-    /// `None` for no finite value.
-    pub fn of(values: &[f64]) -> Option<Spread> {
-        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-        let max_dev = v.iter().map(|x| (x - median).abs()).fold(0.0, f64::max);
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-            max_dev_pct: if median != 0.0 { 100.0 * max_dev / median.abs() } else { f64::NAN },
-        })
+/// What `--repeat` needs of a run.
+pub fn outcome(r: &schedlab_report::results::predict::AlgRun) -> Outcome {
+    let all = r.rows.last();
+    Outcome {
+        kept_up: r.verdict.kept_up,
+        reasons: r.verdict.reasons.clone(),
+        ratio: all.map_or(f64::NAN, |a| a.ratio_mean),
+        measured_mean_us: all.map_or(f64::NAN, |a| a.measured.mean_us),
+        predicted_mean_us: all.map_or(f64::NAN, |a| a.predicted.mean_us),
     }
-}
-
-/// One algorithm over N runs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Summary {
-    pub alg: String,
-    pub runs: usize,
-    pub kept: usize,
-    pub set_aside: Vec<SetAside>,
-    /// Measured / predicted overall mean latency over the kept runs.
-    pub ratio: Option<Spread>,
-    pub measured_mean_us: Option<Spread>,
-    pub predicted_mean_us: Option<Spread>,
-    /// The kept runs' ratios, in run order.
-    pub kept_ratios: Vec<f64>,
 }
 
 /// Summarises one algorithm's runs (in the order they were made).

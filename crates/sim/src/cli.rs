@@ -1,4 +1,5 @@
-//! `schedlab sim` and `schedlab bench`.
+//! `schedlab sim` and `schedlab bench`: their command lines into a [`crate::job::Config`] (and
+//! the benchmark's settings), the progress bars, the call into [`crate::job`] and its writers.
 //!
 //! The §16 listing's flags work as they did (`-a ALPHA` repeatable with −2 = RR′, −1 = RR,
 //! 0 = FIFO, 1e6 = SF; `-t TRAFFIC`; `-q DELAY`; `-m LOW HIGH PERCENT` repeatable), next to
@@ -13,19 +14,18 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use schedlab_report::export::{write_json, Csv};
+use schedlab_report::export::write_json;
 use schedlab_report::MachineInfo;
 
 use crate::bench::bench;
-use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
+use crate::engine::{Arrivals, Control, SimConfig};
+use crate::job;
 use crate::model::{
     check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
     ModelError, Service, Strategy,
 };
-use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, CSV_HEADER};
+use crate::output::thousands;
 use crate::plot::write_figures;
-use crate::replicate::{merge, replications};
-use crate::stats::{analyse, LevelStats};
 /// Counts (`--packets 20M`): the front-end kit's one unit parser.
 pub use schedlab_report::units::parse_count;
 
@@ -446,16 +446,23 @@ fn check_in_order(in_order: bool, apps: u32, closed: bool) -> Result<()> {
     Ok(())
 }
 
+/// The library's configuration of a parsed `schedlab sim` command line.
+pub fn config(p: &SimPlan) -> crate::job::Config {
+    crate::job::Config {
+        levels: p.configs.clone(),
+        replications: p.replications,
+        stats: p.stats.clone(),
+        threads: p.args.threads,
+    }
+}
+
 fn sim_main(p: SimPlan) -> Result<i32> {
-    let SimPlan { args: a, configs: levels, replications: nrep, stats: opts, notes } = p;
-    for n in &notes {
+    for n in &p.notes {
         eprintln!("schedlab sim: note: {n}");
     }
-    let nrep = nrep as usize;
-    // One job per (level, replication), level-major; replications of a level are independent.
-    let configs: Vec<SimConfig> = levels.iter().flat_map(|c| replications(c, nrep as u32)).collect();
-    let n = configs.len();
-    let controls: Vec<Arc<Control>> = (0..n).map(|_| Arc::new(Control::default())).collect();
+    let cfg = config(&p);
+    let a = &p.args;
+    let controls = job::controls(&cfg);
     {
         // The front-end kit's one SIGINT/SIGTERM handler; a second signal exits at once (130).
         let cs = controls.clone();
@@ -468,116 +475,20 @@ fn sim_main(p: SimPlan) -> Result<i32> {
             }
         });
     }
-    let all_threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
-    let threads = all_threads.clamp(1, n);
-    // The threads left over when there are fewer levels than threads replay lanes in parallel.
-    let lane_threads = (all_threads / threads).max(1);
     let show_progress = !a.quiet && std::io::stderr().is_terminal();
-    let mut results: Vec<Option<RunResult>> = vec![None; n];
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        let mut handles = Vec::new();
-        for _ in 0..threads {
-            handles.push(s.spawn(|| {
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    mine.push((i, run_threads(&configs[i], &controls[i], lane_threads)));
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                mine
-            }));
-        }
+    let r = job::run_with(&cfg, &controls, |configs, controls, done| {
         if show_progress {
-            progress(&configs, &controls, &done);
-        }
-        for h in handles {
-            for (i, r) in h.join().expect("simulation worker panicked") {
-                results[i] = Some(r);
-            }
+            progress(configs, controls, done);
         }
     });
-    let results: Vec<RunResult> = results.into_iter().map(|r| r.expect("every level ran")).collect();
-    let interrupted = results.iter().any(|r| r.interrupted);
-    let groups: Vec<&[RunResult]> = results.chunks(nrep).collect();
-    let stats: Vec<LevelStats> = levels.iter().zip(&groups).map(|(c, g)| analyse(c, g, &opts)).collect();
-    // With replications the report's tables show the means over them.
-    let merged: Vec<RunResult> = if nrep > 1 { groups.iter().map(|g| merge(g)).collect() } else { Vec::new() };
-    let shown: &[RunResult] = if nrep > 1 { &merged } else { &results };
-
-    let mut out = String::new();
-    let seeds = if nrep > 1 {
-        format!("seeds {}..{} ({nrep} independent replications)", a.seed, a.seed.wrapping_add(nrep as u64 - 1))
-    } else {
-        format!("seed {}", a.seed)
+    let show = job::Show {
+        brief: a.brief,
+        verbose: a.verbose,
+        classic: a.classic,
+        trace: a.trace.clone(),
+        time_unit: a.time_unit.clone(),
     };
-    let volume = match (&a.trace, &levels[0].arrivals) {
-        (Some(p), Arrivals::Trace(tr)) => format!(
-            "trace {}: {} messages, {} packets over {} time units, measured load {}% (run until all delivered)",
-            p.display(),
-            thousands(tr.len() as u64),
-            thousands(tr.iter().map(|x| u64::from(x.len)).sum()),
-            crate::output::fmt_g((tr.last().map_or(0.0, |x| x.time) * 100.0).round() / 100.0),
-            crate::output::fmt_g((levels[0].traffic * 1000.0).round() / 1000.0)
-        ),
-        _ => format!(
-            "{} arrival packets per level{}",
-            thousands(levels[0].packets),
-            if nrep > 1 { " and replication" } else { "" }
-        ),
-    };
-    out.push_str(&format!(
-        "# schedlab sim: {seeds}, {volume}; time unit = mean packet service time{}{}\n",
-        match &a.time_unit {
-            Some(u) => format!(" = {u} of trace time"),
-            None => String::new(),
-        },
-        match levels[0].service {
-            Service::Report => String::new(),
-            s => format!("; service {}", s.name()),
-        },
-    ));
-    if let Some(w) = &levels[0].dist.workload {
-        out.push_str(&format!("# {w}\n"));
-    }
-    for (k, r) in shown.iter().enumerate() {
-        out.push('\n');
-        if nrep > 1 {
-            out.push_str(&format!(
-                "Means over {nrep} replications (seeds {}..{}; packets = their total; ±: Student t across replications):\n",
-                a.seed,
-                a.seed.wrapping_add(nrep as u64 - 1)
-            ));
-        }
-        out.push_str(&raw_table(r));
-        out.push_str(&crate::questions::closed_loop_table(r));
-        if !a.brief {
-            let extra = extra_tables(r, a.batches);
-            if nrep > 1 {
-                let from = format!("(batch means, {} batches)", a.batches);
-                out.push_str(&extra.replace(&from, &format!("(Student t across {nrep} replications, {} df)", nrep - 1)));
-            } else {
-                out.push_str(&extra);
-            }
-        }
-        if nrep > 1 {
-            for rep in groups[k] {
-                out.push_str(&format!("\nReplication seed {}:\n", rep.seed));
-                out.push_str(&raw_table(rep));
-                if a.classic {
-                    out.push_str(&classic_lines(rep));
-                }
-            }
-        }
-        out.push_str(&stats[k].text(a.brief, a.verbose));
-        if a.classic && nrep == 1 {
-            out.push_str(&classic_lines(r));
-        }
-    }
+    let out = job::text(&r, &show);
     // `--json -` / `--csv -`: stdout carries only the export; the tables go to stderr.
     let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if dash(&a.json) || dash(&a.csv) {
@@ -585,62 +496,26 @@ fn sim_main(p: SimPlan) -> Result<i32> {
     } else {
         print!("{out}");
     }
-    let warnings: Vec<String> = stats.iter().flat_map(|s| s.warnings.iter().cloned()).collect();
-    for w in &warnings {
+    for w in &r.warnings() {
         eprintln!("schedlab sim: warning: {w}");
     }
-    if let Some(b) = &opts.compare {
-        if stats.iter().any(|s| s.comparison.is_none()) {
+    if let Some(b) = &cfg.stats.compare {
+        if r.stats.iter().any(|s| s.comparison.is_none()) {
             eprintln!("schedlab sim: note: --compare {}: no comparison where the base did not run", b.label());
         }
     }
-
     if let Some(p) = &a.json {
-        let mut doc = serde_json::json!({
-            "command": "sim",
-            "argv": std::env::args().collect::<Vec<_>>(),
-            "seed": a.seed,
-            "time_unit": "mean packet service time (tu)",
-            "service": levels[0].service,
-            "machine": MachineInfo::collect(),
-            "length_distribution": levels[0].dist,
-            "runs": shown,
-            "statistics": stats,
-            "warnings": warnings,
-        });
-        if nrep > 1 {
-            doc["replications"] = serde_json::json!((0..nrep)
-                .map(|i| serde_json::json!({
-                    "seed": a.seed.wrapping_add(i as u64),
-                    "runs": groups.iter().map(|g| &g[i]).collect::<Vec<_>>(),
-                }))
-                .collect::<Vec<_>>());
-        }
-        write_json(p, &doc)?;
+        write_json(p, &job::json(&r, std::env::args().collect(), MachineInfo::collect()))?;
     }
     if let Some(p) = &a.csv {
-        let mut c = Csv::create(p, &CSV_HEADER)?;
-        for r in &results {
-            for row in csv_rows(r) {
-                c.row(&row)?;
-            }
-        }
-        // With replications, the means follow each replication's rows (seed column `mean`,
-        // ci95 across replications).
-        for r in &merged {
-            for mut row in csv_rows(r) {
-                row[1] = "mean".into();
-                c.row(&row)?;
-            }
-        }
-        c.finish()?;
+        job::write_csv(&r, p)?;
     }
     if let Some(dir) = &a.plot {
-        for f in write_figures(dir, shown)? {
+        for f in write_figures(dir, r.shown())? {
             eprintln!("wrote {}", f.display());
         }
     }
-    Ok(if interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
+    Ok(if r.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
 fn progress(configs: &[SimConfig], controls: &[Arc<Control>], done: &AtomicUsize) {

@@ -10,6 +10,9 @@
 //! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`output`] (the report's tables, `>>` lines, JSON,
 //! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`](mod@bench) (throughput benchmark), [`cli`] (`schedlab sim`).
 //!
+//! The library face is [`job`]: a [`job::Config`], [`job::run`] returning [`job::SimResults`],
+//! and its writers (text, JSON, CSV); [`cli`] only turns argv into a `Config`.
+//!
 //! Time is measured in *time units*: the mean packet service time (field suffix `_tu`).
 
 pub mod bench;
@@ -17,6 +20,7 @@ pub mod cli;
 pub mod engine;
 pub mod expo;
 pub mod format;
+pub mod job;
 pub mod model;
 pub mod output;
 pub mod plot;

@@ -5,10 +5,15 @@
 //! *cell*: one simulator run with every strategy in lock step. [`run::run_cell`] turns a cell
 //! into rows of the tidy table ([`table`]), and is the one entry point that the local pool
 //! ([`run::run_local`]), the Python package and its Ray backend all call, so every backend gives
-//! identical numbers for the same seeds. [`journal`] makes local runs resumable; [`cli`] is
-//! `schedlab sweep` and `schedlab sweep merge`.
+//! identical numbers for the same seeds. [`journal`] makes local runs resumable.
+//!
+//! The library face is [`job`]: a [`job::Config`], [`job::prepare`] and [`job::run`] (the whole
+//! sweep into its table, resumable), [`job::merge`]; the table's writers are in [`table`] (CSV,
+//! Parquet, and JSON lines of the typed row `schedlab.sweep-row/1`). [`cli`] turns `schedlab
+//! sweep` and `schedlab sweep merge` command lines into a `Config`.
 
 pub mod cli;
+pub mod job;
 pub mod journal;
 pub mod run;
 pub mod spec;

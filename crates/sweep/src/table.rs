@@ -15,6 +15,10 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::record::RowAccessor;
 use parquet::schema::parser::parse_message_type;
+use schedlab_report::results::{
+    self,
+    sweep_row::{SweepRow, SweepRowSchema},
+};
 use serde::{Deserialize, Serialize};
 
 /// A column's type.
@@ -112,6 +116,8 @@ pub fn header() -> Vec<&'static str> {
 pub enum Format {
     Csv,
     Parquet,
+    /// JSON lines: one typed row (`schedlab.sweep-row/1`) per line.
+    Jsonl,
 }
 
 impl Format {
@@ -119,7 +125,10 @@ impl Format {
         match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("csv") => Ok(Format::Csv),
             Some("parquet" | "pq") => Ok(Format::Parquet),
-            _ => bail!("{}: the output's extension must be .csv or .parquet", path.display()),
+            Some("jsonl" | "ndjson") => Ok(Format::Jsonl),
+            _ => {
+                bail!("{}: the output's extension must be .csv or .parquet (or .jsonl: typed rows as JSON lines)", path.display())
+            }
         }
     }
 }
@@ -133,6 +142,7 @@ pub fn write_table(path: &Path, rows: &[Row], sweep_id: &str) -> Result<()> {
     let res = match format {
         Format::Csv => write_csv(f, rows),
         Format::Parquet => write_parquet(f, rows, sweep_id),
+        Format::Jsonl => write_jsonl(std::io::BufWriter::new(f), rows),
     };
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
@@ -213,6 +223,7 @@ pub fn read_table(path: &Path) -> Result<Vec<Row>> {
     match Format::of(path)? {
         Format::Csv => read_csv(path),
         Format::Parquet => read_parquet(path),
+        Format::Jsonl => read_jsonl(path),
     }
 }
 
@@ -276,22 +287,66 @@ fn read_parquet(path: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Writes rows as JSON lines of column name -> value (for `--json` style consumers and tests).
+/// A row as the typed result kind (`schedlab.sweep-row/1`). Fails only for a row whose values do
+/// not have the columns' types (a bug).
+pub fn typed(r: &Row) -> Result<SweepRow> {
+    let mut m = serde_json::Map::new();
+    m.insert("schema".into(), serde_json::Value::from(SweepRowSchema::TAG));
+    for ((name, _), v) in COLUMNS.iter().zip(r) {
+        let j = match v {
+            Value::Str(s) => serde_json::Value::from(s.clone()),
+            Value::Int(i) => serde_json::Value::from(*i),
+            // NaN and infinities become null (`serde_json::Value::from` does), read back as NaN.
+            Value::Float(b) => serde_json::Value::from(f64::from_bits(*b)),
+            Value::Bool(b) => serde_json::Value::from(*b),
+        };
+        m.insert((*name).to_string(), j);
+    }
+    Ok(results::read::<SweepRow>(&serde_json::Value::Object(m))?)
+}
+
+/// A typed row as a row of the table, in [`COLUMNS`] order.
+pub fn untyped(t: &SweepRow) -> Result<Row> {
+    let v = serde_json::to_value(t)?;
+    COLUMNS
+        .iter()
+        .map(|(name, kind)| {
+            let x = &v[*name];
+            Ok(match kind {
+                Kind::Str => Value::Str(x.as_str().with_context(|| format!("column '{name}' is not text"))?.to_string()),
+                Kind::Int => Value::Int(x.as_i64().with_context(|| format!("column '{name}' is not an integer"))?),
+                Kind::Float => Value::f(x.as_f64().unwrap_or(f64::NAN)),
+                Kind::Bool => Value::Bool(x.as_bool().with_context(|| format!("column '{name}' is not true/false"))?),
+            })
+        })
+        .collect()
+}
+
+/// Writes rows as JSON lines, one typed row (`schedlab.sweep-row/1`, [`SweepRow`]) per line.
 pub fn write_jsonl<W: Write>(mut w: W, rows: &[Row]) -> Result<()> {
     for r in rows {
-        let mut m = serde_json::Map::new();
-        for ((name, _), v) in COLUMNS.iter().zip(r) {
-            let j = match v {
-                Value::Str(s) => serde_json::Value::from(s.clone()),
-                Value::Int(i) => serde_json::Value::from(*i),
-                Value::Float(b) => serde_json::Value::from(f64::from_bits(*b)),
-                Value::Bool(b) => serde_json::Value::from(*b),
-            };
-            m.insert((*name).to_string(), j);
-        }
-        writeln!(w, "{}", serde_json::Value::Object(m))?;
+        serde_json::to_writer(&mut w, &typed(r)?)?;
+        writeln!(w)?;
     }
+    w.flush()?;
     Ok(())
+}
+
+/// Reads JSON lines written by [`write_jsonl`], each line through the typed reader.
+fn read_jsonl(path: &Path) -> Result<Vec<Row>> {
+    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut rows = Vec::new();
+    for (n, line) in BufReader::new(f).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), n + 1);
+        let v: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("{}: not JSON", at()))?;
+        let t: SweepRow = results::read(&v).with_context(at)?;
+        rows.push(untyped(&t).with_context(at)?);
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -319,9 +374,17 @@ mod tests {
     }
 
     #[test]
+    fn the_typed_row_has_the_tables_columns() {
+        assert_eq!(SweepRow::COLUMNS.to_vec(), header());
+        let t = typed(&sample()[1]).unwrap();
+        assert!(t.mean_lat_tu.is_nan());
+        assert_eq!(untyped(&t).unwrap(), sample()[1]);
+    }
+
+    #[test]
     fn csv_and_parquet_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
-        for name in ["t.csv", "t.parquet"] {
+        for name in ["t.csv", "t.parquet", "t.jsonl"] {
             let p = dir.path().join(name);
             write_table(&p, &sample(), "abc").unwrap();
             let back = read_table(&p).unwrap();

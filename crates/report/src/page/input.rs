@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::results::burst::BurstSchema;
 use crate::results::echo_bench::EchoBenchSchema;
 use crate::results::notify::NotifySchema;
+use crate::results::predict::PredictSchema;
 use crate::results::rdma_share::RdmaShareSchema;
 use crate::results::sched::SchedSchema;
 use crate::results::semtest::SemtestSchema;
@@ -116,6 +117,7 @@ pub fn json_kind(v: &Value) -> Result<Kind, String> {
             SchedSchema::NAME => return Ok(Kind::Sched),
             TrylockSchema::NAME | NotifySchema::NAME | SemtestSchema::NAME => return Ok(Kind::Prims),
             BurstSchema::NAME => return Ok(Kind::Burst),
+            PredictSchema::NAME => return Ok(Kind::Predict),
             _ => {}
         }
     }

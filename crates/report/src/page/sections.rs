@@ -18,7 +18,7 @@ use crate::results::notify::{Notify, NotifySchema};
 use crate::results::sched::Sched;
 use crate::results::semtest::{Semtest, SemtestSchema};
 use crate::results::trylock::{Trylock, TrylockSchema};
-use crate::results::{self, echo_bench::EchoBench, echo_bench::EchoRow, rdma_share::RdmaShare};
+use crate::results::{self, echo_bench::EchoBench, echo_bench::EchoRow, predict::Predict, rdma_share::RdmaShare};
 
 /// A number for a table cell: about four significant digits, no exponent below a million.
 pub fn num(x: f64) -> String {
@@ -677,41 +677,36 @@ fn typed_value<T: serde::Serialize>(r: &T) -> Value {
 // ----- predict -----
 
 fn predict(v: &Value, source: &str) -> Section {
-    let runs = v["runs"].as_array().cloned().unwrap_or_default();
-    let algs: Vec<String> = runs.iter().map(|r| txt(&r["alg"])).collect();
+    let r: Predict = match results::read(v) {
+        Ok(r) => r,
+        Err(e) => return unreadable(Section::new("predict", "Measured vs predicted", source), &e),
+    };
+    let algs: Vec<String> = r.runs.iter().map(|x| x.alg.clone()).collect();
     let mut sec = Section::new("predict", &format!("Measured vs predicted: {}", algs.join(", ")), source);
     what_was_run(
         &mut sec,
         v,
         vec![
-            ("traffic program".into(), txt(&v["traffic"])),
-            ("clients".into(), txt(&v["threads"])),
-            ("ring size (packets)".into(), txt(&v["queue_pkts"])),
-            ("link".into(), runs.first().map(|r| format!("{} Mb/s", num(f(&r["link_nominal_bps"]) / 1e6))).unwrap_or_default()),
+            ("traffic program".into(), r.traffic.clone()),
+            ("clients".into(), r.threads.to_string()),
+            ("ring size (packets)".into(), r.queue_pkts.to_string()),
+            ("link".into(), r.runs.first().map(|x| format!("{} Mb/s", num(x.link_nominal_bps as f64 / 1e6))).unwrap_or_default()),
         ],
     );
     machine_and_placement(&mut sec, v);
-    let series: Vec<PredictSeries> = runs
+    let series: Vec<PredictSeries> = r
+        .runs
         .iter()
-        .map(|r| {
-            let predicted = r["predicted"].as_bool() == Some(true);
-            PredictSeries {
-                alg: txt(&r["alg"]),
-                rows: r["rows"]
-                    .as_array()
-                    .map(|rows| {
-                        rows.iter()
-                            .map(|x| {
-                                (
-                                    f(&x["len_pkts"]),
-                                    f(&x["measured"]["mean_us"]),
-                                    if predicted { x["predicted"]["mean_us"].as_f64() } else { None },
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            }
+        .map(|x| PredictSeries {
+            alg: x.alg.clone(),
+            rows: x
+                .rows
+                .iter()
+                .map(|row| {
+                    let p = row.predicted.mean_us;
+                    (f64::from(row.len_pkts), row.measured.mean_us, (x.predicted && p.is_finite()).then_some(p))
+                })
+                .collect(),
         })
         .collect();
     sec.push(Block::Heading("Figures".into()));
@@ -719,64 +714,57 @@ fn predict(v: &Value, source: &str) -> Section {
     if chart.has_data() {
         fig(&mut sec, "Mean queueing latency vs message length: measured on the harness and predicted by the simulator from the same arrivals.", chart.svg());
     }
-    for r in &runs {
-        sec.push(Block::Heading(format!("Algorithm {}", txt(&r["alg"]))));
-        let kept = r["verdict"]["kept_up"].as_bool() == Some(true);
-        if kept {
+    for run in &r.runs {
+        sec.push(Block::Heading(format!("Algorithm {}", run.alg)));
+        if run.verdict.kept_up {
             sec.push(Block::Note("The harness kept up with the link: the prediction applies.".into()));
         } else {
-            let reasons =
-                r["verdict"]["reasons"].as_array().map(|a| a.iter().map(txt).collect::<Vec<_>>().join("; ")).unwrap_or_default();
             sec.push(Block::Warning(format!(
-                "The harness could not keep up with the link ({reasons}); measured figures only, no prediction."
+                "The harness could not keep up with the link ({}); measured figures only, no prediction.",
+                run.verdict.reasons.join("; ")
             )));
         }
-        let oc = &r["order_check"];
+        let order = match &run.order_check {
+            Some(o) => match o.first_mismatch {
+                None => format!("the {} packets the harness released are the simulator's, in order", o.harness_pkts),
+                Some(k) => format!("differs from the simulator's at {k}"),
+            },
+            None => "not checked (no scheduler trace)".into(),
+        };
         sec.push(Block::Facts(vec![
-            ("messages delivered".into(), format!("{} of {}", txt(&r["delivered"]), txt(&r["messages"]))),
-            ("link achieved".into(), format!("{} Mb/s", num(f(&r["link_achieved_bps"]) / 1e6))),
-            ("packet service time (us)".into(), num(f(&r["service_ns"]) / 1e3)),
-            (
-                "release order".into(),
-                if oc["first_mismatch"].is_null() {
-                    format!("the {} packets the harness released are the simulator's, in order", txt(&oc["harness_pkts"]))
-                } else {
-                    format!("differs from the simulator's at {}", txt(&oc["first_mismatch"]))
-                },
-            ),
+            ("messages delivered".into(), format!("{} of {}", run.delivered, run.messages)),
+            ("link achieved".into(), format!("{} Mb/s", num(run.link_achieved_bps / 1e6))),
+            ("packet service time (us)".into(), num(run.service_ns / 1e3)),
+            ("release order".into(), order),
             (
                 "release lateness mean / p99 (us)".into(),
-                format!("{} / {}", num(f(&r["release_lateness"]["mean_us"])), num(f(&r["release_lateness"]["p99_us"]))),
+                format!("{} / {}", num(run.release_lateness.mean_us), num(run.release_lateness.p99_us)),
             ),
         ]));
-        let rows = r["rows"]
-            .as_array()
-            .map(|rows| {
-                rows.iter()
-                    .map(|x| {
-                        let len = f(&x["len_pkts"]);
-                        vec![
-                            if len == 0.0 { "all".into() } else { num(len) },
-                            txt(&x["count"]),
-                            num(f(&x["measured"]["mean_us"])),
-                            num(f(&x["measured"]["p50_us"])),
-                            num(f(&x["measured"]["p99_us"])),
-                            txt(&x["predicted"]["mean_us"]),
-                            txt(&x["predicted"]["p50_us"]),
-                            txt(&x["predicted"]["p99_us"]),
-                            txt(&x["ratio_mean"]),
-                            num(f(&x["breakdown"]["ring_wait_us"])),
-                            num(f(&x["breakdown"]["sched_queue_us"])),
-                            num(f(&x["breakdown"]["release_to_seen_us"])),
-                        ]
-                    })
-                    .collect()
+        let rows = run
+            .rows
+            .iter()
+            .map(|x| {
+                vec![
+                    if x.len_pkts == 0 { "all".into() } else { x.len_pkts.to_string() },
+                    x.count.to_string(),
+                    num(x.measured.mean_us),
+                    num(x.measured.p50_us),
+                    num(x.measured.p99_us),
+                    num(x.predicted.mean_us),
+                    num(x.predicted.p50_us),
+                    num(x.predicted.p99_us),
+                    num(x.ratio_mean),
+                    num(x.breakdown.ring_wait_us),
+                    num(x.breakdown.sched_queue_us),
+                    num(x.breakdown.release_to_seen_us),
+                ]
             })
-            .unwrap_or_default();
+            .collect();
         sec.push(Block::Table {
             caption: format!(
                 "{}: queueing latency per message length (us), measured vs predicted, and where the measured time went",
-                txt(&r["alg"])
+                run.alg
             ),
             header: [
                 "length (pkts)",

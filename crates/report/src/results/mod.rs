@@ -18,10 +18,12 @@
 pub mod burst;
 pub mod echo_bench;
 pub mod notify;
+pub mod predict;
 pub mod prims;
 pub mod rdma_share;
 pub mod sched;
 pub mod semtest;
+pub mod sweep_row;
 pub mod trylock;
 
 use serde::de::DeserializeOwned;
@@ -186,9 +188,11 @@ pub const KINDS: &[KindInfo] = &[
     kind::<burst::Burst>(),
     kind::<echo_bench::EchoBench>(),
     kind::<notify::Notify>(),
+    kind::<predict::Predict>(),
     kind::<rdma_share::RdmaShare>(),
     kind::<sched::Sched>(),
     kind::<semtest::Semtest>(),
+    kind::<sweep_row::SweepRow>(),
     kind::<trylock::Trylock>(),
 ];
 

@@ -1,0 +1,119 @@
+//! Writers of the typed result ([`Predict`]): the human table of one run, the JSON file, and the
+//! latency-vs-length plot.
+
+use std::path::Path;
+
+use schedlab_report::plot::figures::{predict_chart, PredictSeries};
+use schedlab_report::plot::LineChart;
+use schedlab_sched::units::Bps;
+
+use crate::run::{AlgRun, Predict};
+
+/// Writes the result as JSON (`schedlab.predict/1`) to `path` (`-`: stdout).
+pub fn write_json(path: &Path, result: &Predict) -> anyhow::Result<()> {
+    schedlab_report::export::write_json(path, result)
+}
+
+/// The human table of one run.
+pub fn text(r: &AlgRun) -> String {
+    let mut s = format!(
+        "\n== {} ({}) ==  {} messages ({} delivered), link {} nominal, achieved {:.1} Mb/s, a packet takes {:.2} us\n",
+        r.alg,
+        r.label,
+        r.messages,
+        r.delivered,
+        Bps(r.link_nominal_bps),
+        r.link_achieved_bps / 1e6,
+        r.service_ns / 1e3
+    );
+    let len = |l: u32| if l == 0 { "all".to_string() } else { l.to_string() };
+    if r.verdict.disturbed {
+        s += "DISTURBED: the harness kept up with the link but was disturbed, so the run is set aside and its \
+              disagreement with the model is not the model's:\n";
+        for why in &r.verdict.reasons {
+            s += &format!("  - {why}\n");
+        }
+    }
+    if !r.predicted {
+        s += "CANNOT KEEP UP: the harness did not run the link at its nominal rate, so the model's prediction \
+              does not apply; measured figures only.\n";
+        for why in &r.verdict.reasons {
+            s += &format!("  - {why}\n");
+        }
+        s += &format!("{:>5} {:>7} {:>11} {:>10} {:>10}\n", "len", "count", "mean us", "p50 us", "p99 us");
+        for row in &r.rows {
+            s += &format!(
+                "{:>5} {:>7} {:>11.1} {:>10.1} {:>10.1}\n",
+                len(row.len_pkts),
+                row.count,
+                row.measured.mean_us,
+                row.measured.p50_us,
+                row.measured.p99_us
+            );
+        }
+    } else {
+        s += "queueing latency (arrival to release of the last packet), us:\n";
+        s += &format!(
+            "{:>5} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>6}\n",
+            "len", "count", "meas mean", "meas p50", "meas p99", "pred mean", "pred p50", "pred p99", "ratio"
+        );
+        for row in &r.rows {
+            s += &format!(
+                "{:>5} {:>7} | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} | {:>6.3}\n",
+                len(row.len_pkts),
+                row.count,
+                row.measured.mean_us,
+                row.measured.p50_us,
+                row.measured.p99_us,
+                row.predicted.mean_us,
+                row.predicted.p50_us,
+                row.predicted.p99_us,
+                row.ratio_mean
+            );
+        }
+    }
+    if let Some(all) = r.rows.last() {
+        let b = &all.breakdown;
+        s += &format!(
+            "where the measured time went (mean per message, us): ring wait {:.2}, scheduler queue {:.2}, then release-to-seen {:.2}\n",
+            b.ring_wait_us, b.sched_queue_us, b.release_to_seen_us
+        );
+    }
+    s += &format!(
+        "scheduler passes vs the link's clock: last packets released late by mean {:.2} us, p50 {:.2}, p99 {:.2}\n",
+        r.release_lateness.mean_us, r.release_lateness.p50_us, r.release_lateness.p99_us
+    );
+    s += &schedlab_report::disturb::lines(&r.disturbance);
+    if let Some(o) = &r.order_check {
+        s += &match (o.identical(), o.first_mismatch) {
+            (true, _) => format!(
+                "release order: the {} packets the harness released are exactly the simulator's, in order\n",
+                o.harness_pkts
+            ),
+            (false, Some(k)) => format!("release order: DIFFERS from the simulator's at packet {k} of {}\n", o.harness_pkts),
+            (false, None) => format!(
+                "release order: the harness released {} packets, the simulator only {}\n",
+                o.harness_pkts, o.simulator_pkts
+            ),
+        };
+    }
+    s
+}
+
+/// Mean latency vs message length, measured and predicted, per algorithm (the chart comes from
+/// `schedlab_report::plot::figures::predict_chart`, which the `schedlab report` page also uses).
+pub fn plot(rep: &Predict) -> LineChart {
+    let runs: Vec<PredictSeries> = rep
+        .runs
+        .iter()
+        .map(|r| PredictSeries {
+            alg: r.alg.clone(),
+            rows: r
+                .rows
+                .iter()
+                .map(|x| (f64::from(x.len_pkts), x.measured.mean_us, r.predicted.then_some(x.predicted.mean_us)))
+                .collect(),
+        })
+        .collect();
+    predict_chart(&runs)
+}

@@ -1,0 +1,194 @@
+//! One sweep as a library call: a [`Config`] (plain data, built by [`crate::cli`] from the command
+//! line or by code), [`prepare`] (the spec, the shard, the journal: everything checked before
+//! anything runs), [`run`] (the cells not yet in the journal, on every core, then the table), and
+//! [`merge`] (shard outputs into one table). The rows are the tidy table's ([`crate::table`]); each
+//! is the typed result kind `schedlab.sweep-row/1` through [`crate::table::typed`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use schedlab_sim::Control;
+
+use crate::journal::{journal_path, Journal};
+use crate::run::{run_local, Progress};
+use crate::spec::{CellJob, Sweep};
+use crate::table::{col, read_table, write_table, Format, Row, Value};
+
+/// One sweep run: the spec, the output table, the shard and the workers.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The sweep spec (TOML).
+    pub spec: PathBuf,
+    /// The output table: `.csv`, `.parquet` or `.jsonl` (its journal is `OUT.journal`).
+    pub out: PathBuf,
+    /// Run only the I-th of N disjoint slices of the cells (`None`: all of them).
+    pub shard: Option<(u32, u32)>,
+    /// Cells run in parallel (`None`: every CPU).
+    pub jobs: Option<usize>,
+}
+
+/// A sweep ready to run: the spec read, this shard's cells, those the journal does not hold yet.
+pub struct Prepared {
+    pub sweep: Sweep,
+    /// (I, N) of the shard run ((1, 1): all cells).
+    pub shard: (u32, u32),
+    /// This shard's cells.
+    pub mine: Vec<CellJob>,
+    /// Those still to run.
+    pub todo: Vec<CellJob>,
+    pub journal: Journal,
+    pub journal_path: PathBuf,
+    /// Worker threads that will run.
+    pub workers: usize,
+}
+
+/// Reads the spec and picks this shard's cells, without opening the journal (`--list`).
+pub fn cells(cfg: &Config) -> Result<(Sweep, Vec<CellJob>)> {
+    Format::of(&cfg.out)?;
+    let sweep = Sweep::from_file(&cfg.spec)?;
+    let (si, sn) = cfg.shard.unwrap_or((1, 1));
+    let mine: Vec<CellJob> = sweep.shard(si, sn).into_iter().cloned().collect();
+    Ok((sweep, mine))
+}
+
+/// Checks everything before anything runs and opens (or resumes) the journal.
+pub fn prepare(cfg: &Config) -> Result<Prepared> {
+    let (sweep, mine) = cells(cfg)?;
+    let (si, sn) = cfg.shard.unwrap_or((1, 1));
+    if mine.is_empty() {
+        bail!("--shard {si}/{sn}: this shard has no cells (the sweep has {})", sweep.cells.len());
+    }
+    let scope = if sn == 1 { sweep.sweep_id.clone() } else { format!("{} shard {si}/{sn}", sweep.sweep_id) };
+    let jpath = journal_path(&cfg.out);
+    let journal = Journal::open(&jpath, &scope, sweep.cells.len() as u64)?;
+    let todo: Vec<CellJob> = mine.iter().filter(|c| !journal.done.contains_key(&c.cell)).cloned().collect();
+    let workers = cfg.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
+    Ok(Prepared { sweep, shard: (si, sn), mine, todo, journal, journal_path: jpath, workers })
+}
+
+/// How a sweep ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every cell of the shard finished; the table holds `rows` rows of `cells` cells.
+    Written { rows: usize, cells: usize },
+    /// Stopped early: `finished` of `cells` cells are kept in the journal; the same run again
+    /// runs only the rest.
+    Interrupted { finished: usize, cells: usize },
+}
+
+/// Runs the cells still to run (each finished cell goes to the journal at once), then writes the
+/// table. `progress` holds one control per cell of `p.todo` ([`progress_for`]); `tick` is called
+/// about every 100 ms while cells run (the command polls its interrupt and draws its bar there;
+/// setting `stop` ends the run early).
+pub fn run(cfg: &Config, p: &mut Prepared, stop: &AtomicBool, progress: &Progress, tick: impl FnMut()) -> Result<Outcome> {
+    let todo = &p.todo;
+    let journal = &mut p.journal;
+    run_local(
+        todo,
+        p.workers,
+        stop,
+        progress,
+        |i, rows| {
+            let c = &todo[i];
+            journal.append(c.cell, &c.key(), rows)
+        },
+        tick,
+    )?;
+    let finished = p.mine.iter().filter(|c| p.journal.done.contains_key(&c.cell)).count();
+    if finished < p.mine.len() {
+        return Ok(Outcome::Interrupted { finished, cells: p.mine.len() });
+    }
+    let rows: Vec<Row> = p.mine.iter().flat_map(|c| p.journal.done[&c.cell].iter().cloned()).collect();
+    write_table(&cfg.out, &rows, &p.sweep.sweep_id)?;
+    Ok(Outcome::Written { rows: rows.len(), cells: p.mine.len() })
+}
+
+/// One progress control per cell still to run.
+pub fn progress_for(p: &Prepared) -> Progress {
+    Progress { controls: p.todo.iter().map(|_| Arc::new(Control::default())).collect(), done: Default::default() }
+}
+
+fn text(r: &Row, name: &str) -> String {
+    r[col(name)].text()
+}
+
+fn int(r: &Row, name: &str) -> i64 {
+    match r[col(name)] {
+        Value::Int(i) => i,
+        _ => -1,
+    }
+}
+
+/// What [`merge`] wrote.
+#[derive(Debug)]
+pub struct Merged {
+    pub parts: usize,
+    pub rows: usize,
+    pub cells: usize,
+    /// Cells missing from a `partial` merge, said in words.
+    pub missing: Option<String>,
+}
+
+/// Merges part tables of one sweep into `out`. Refuses parts of different sweeps or versions, and
+/// parts that share a cell; refuses missing cells unless `partial`.
+pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
+    Format::of(out)?;
+    let mut owner: BTreeMap<i64, &Path> = BTreeMap::new();
+    let mut by_cell: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
+    let mut ident: Option<(String, String, i64, PathBuf)> = None;
+    for p in parts {
+        let rows = read_table(p).with_context(|| format!("reading part {}", p.display()))?;
+        let mut cells_here: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
+        for r in rows {
+            let id = (text(&r, "sweep_id"), text(&r, "schedlab_version"), int(&r, "cells_total"));
+            match &ident {
+                None => ident = Some((id.0, id.1, id.2, p.clone())),
+                Some((s, v, n, first)) => {
+                    if (s, v, n) != (&id.0, &id.1, &id.2) {
+                        bail!(
+                            "{} does not match {}: sweep id {} vs {}, schedlab {} vs {}, {} vs {} cells (parts of different sweeps)",
+                            p.display(),
+                            first.display(),
+                            id.0,
+                            s,
+                            id.1,
+                            v,
+                            id.2,
+                            n
+                        );
+                    }
+                }
+            }
+            cells_here.entry(int(&r, "cell")).or_default().push(r);
+        }
+        for (cell, rows) in cells_here {
+            if let Some(prev) = owner.get(&cell) {
+                bail!("cell {cell} is in both {} and {}: overlapping parts (same shard twice?)", prev.display(), p.display());
+            }
+            owner.insert(cell, p);
+            by_cell.insert(cell, rows);
+        }
+    }
+    let Some((sweep_id, _, total, _)) = ident else { bail!("the parts hold no rows") };
+    let missing: Vec<i64> = (0..total).filter(|c| !by_cell.contains_key(c)).collect();
+    let mut said = None;
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(10).map(i64::to_string).collect();
+        let msg = format!(
+            "{} of {total} cells are missing (cells {}{}): a shard is absent or unfinished",
+            missing.len(),
+            shown.join(", "),
+            if missing.len() > 10 { ", ..." } else { "" }
+        );
+        if !partial {
+            bail!("{msg}; pass --partial to merge anyway");
+        }
+        said = Some(msg);
+    }
+    let rows: Vec<Row> = by_cell.into_values().flatten().collect();
+    write_table(out, &rows, &sweep_id)?;
+    Ok(Merged { parts: parts.len(), rows: rows.len(), cells: owner.len(), missing: said })
+}
