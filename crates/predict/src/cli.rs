@@ -235,6 +235,9 @@ pub struct PredictReport {
     pub command: Vec<String>,
     pub seed: u64,
     pub traffic: String,
+    /// The named workloads (`dist:w3`) the traffic file draws from (name, reading, checksum,
+    /// source, commit); the model replays the very messages drawn from them.
+    pub workloads: Vec<schedlab_sched::workload::WorkloadUsed>,
     pub threads: usize,
     pub queue_pkts: usize,
     pub sched_poll_ns: u64,
@@ -291,6 +294,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         base.seed,
         opts.drain
     );
+    for w in base.traffic.workloads() {
+        outln!("{w}");
+    }
     let mut runs = Vec::new();
     let mut last: Option<RunResult> = None;
     // Under --repeat the algorithms take turns, so a disturbance hits them alike.
@@ -331,6 +337,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         command: std::env::args().collect(),
         seed: base.seed,
         traffic: opts.sched.traffic_source.clone(),
+        workloads: base.traffic.workloads(),
         threads: base.threads,
         queue_pkts: base.queue,
         sched_poll_ns: base.sched_poll.0,

@@ -147,6 +147,10 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
         cfg.seed,
     );
+    // The named workloads the traffic draws from, with their reading and provenance.
+    for w in cfg.traffic.workloads() {
+        outln!("{w}");
+    }
     let r = run(cfg, interrupt.flag())?;
     let report = Report::new(&args, &r, machine);
     // Files first, so that a closed stdout (`| head`) cannot lose them.
@@ -201,6 +205,9 @@ pub struct Report {
     pub machine: MachineInfo,
     pub command: Vec<String>,
     pub traffic: String,
+    /// The named workloads (`dist:w3`) the traffic file draws from: name, reading, checksum,
+    /// source and commit.
+    pub workloads: Vec<crate::workload::WorkloadUsed>,
     pub seed: u64,
     pub threads: usize,
     pub queue_pkts: usize,
@@ -287,6 +294,7 @@ impl Report {
             machine,
             command: std::env::args().collect(),
             traffic: args.traffic_source.clone(),
+            workloads: cfg.traffic.workloads(),
             seed: cfg.seed,
             threads: cfg.threads,
             queue_pkts: cfg.queue,
