@@ -162,7 +162,10 @@ fn named_workloads_in_traffic_files() {
         .args("-t 2 -f w2.txt -b 200M -q 4096 -i 0 -c 0 --seed 3 --algs fifo,sf --drain 200ms --json p.json".split(' '))
         .assert()
         .success()
-        .stdout(predicate::str::contains("workload w2 (step CDF, 1460 B/packet, mean ").and(predicate::str::contains(w2.checksum_hex())));
+        .stdout(
+            predicate::str::contains("workload w2 (step CDF, 1460 B/packet, mean ")
+                .and(predicate::str::contains(w2.checksum_hex())),
+        );
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("p.json")).unwrap()).unwrap();
     let used = &v["workloads"][0];
     assert_eq!(used["name"], "w2");
@@ -179,7 +182,10 @@ fn named_workloads_in_traffic_files() {
     // sched with W3 read interpolated at 1442 B per packet: the message file's lengths are W3's.
     write(d.path(), "w3.txt", "thread all\n100ms 50M 1500 dist:w3:interp:1442 poisson\n");
     schedlab(d.path(), "sched")
-        .args("-t 2 -f w3.txt -b 200M -q 16384 -i 0 -c 0 --no-timestamps --seed 4 --messages m.txt --json r.json -- -alg fifo".split(' '))
+        .args(
+            "-t 2 -f w3.txt -b 200M -q 16384 -i 0 -c 0 --no-timestamps --seed 4 --messages m.txt --json r.json -- -alg fifo"
+                .split(' '),
+        )
         .assert()
         .success()
         .stdout(predicate::str::contains("workload w3 (interp CDF, 1442 B/packet"));
@@ -188,7 +194,8 @@ fn named_workloads_in_traffic_files() {
     assert_eq!(j["workloads"][0]["bytes_per_packet"], 1442);
     let w3 = schedlab_workload::PacketDist::named("w3:interp:1442").unwrap();
     let m = std::fs::read_to_string(d.path().join("m.txt")).unwrap();
-    let lens: Vec<u32> = m.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('\t').nth(1).unwrap().parse().unwrap()).collect();
+    let lens: Vec<u32> =
+        m.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('\t').nth(1).unwrap().parse().unwrap()).collect();
     assert!(lens.len() > 100, "{} messages", lens.len());
     assert!(lens.iter().all(|l| (1..=w3.max_len()).contains(l)));
 

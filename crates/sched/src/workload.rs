@@ -73,7 +73,10 @@ impl LenDist {
             if dist.max_len() > MAX_LEN {
                 return Err(format!("workload {}: messages of up to {} packets, above {MAX_LEN}", w.name, dist.max_len()));
             }
-            return Ok(LenDist { written: Written::Named { name: w.name, reading, bytes_per_packet: bpp }, dist: Arc::new(dist) });
+            return Ok(LenDist {
+                written: Written::Named { name: w.name, reading, bytes_per_packet: bpp },
+                dist: Arc::new(dist),
+            });
         }
         let mut parts = Vec::new();
         for (k, part) in s.split(',').enumerate() {

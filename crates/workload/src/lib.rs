@@ -580,7 +580,9 @@ pub fn parse_named(spec: &str) -> Result<(Workload, Reading, u32), WorkloadError
         None => w.default_reading,
     };
     let bpp = match it.next() {
-        Some(b) => check_bytes_per_packet(b.trim().parse::<u64>().map_err(|_| WorkloadError::BytesPerPacketText(b.to_string()))?)?,
+        Some(b) => {
+            check_bytes_per_packet(b.trim().parse::<u64>().map_err(|_| WorkloadError::BytesPerPacketText(b.to_string()))?)?
+        }
         None => DEFAULT_BYTES_PER_PACKET,
     };
     Ok((w, reading, bpp))

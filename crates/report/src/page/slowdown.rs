@@ -107,7 +107,13 @@ pub fn from_table(t: &Table, sweep: bool) -> Vec<Level> {
                 }
             };
             let p = if sweep {
-                Point { pct: f64::NAN, len: getf(r, "len_pkts"), count: getf(r, "msgs"), mean: getf(r, "eff_period_tu"), p99: None }
+                Point {
+                    pct: f64::NAN,
+                    len: getf(r, "len_pkts"),
+                    count: getf(r, "msgs"),
+                    mean: getf(r, "eff_period_tu"),
+                    p99: None,
+                }
             } else {
                 let pct = getf(r, "bucket_pct_high");
                 if !pct.is_finite() {
@@ -218,7 +224,8 @@ pub fn blocks(sec: &mut Section, levels: &[Level]) {
                 })
             })
             .collect();
-        let missing = if has_p99 { "" } else { " (the sweep table records no p99 slowdown: run the cell with sim --json for it)" };
+        let missing =
+            if has_p99 { "" } else { " (the sweep table records no p99 slowdown: run the cell with sim --json for it)" };
         sec.push(Block::Table { caption: format!("Slowdown per size class, {}{missing}", l.caption), header, rows });
     }
 }
@@ -251,7 +258,8 @@ mod tests {
         let figs = sec.blocks.iter().filter(|b| matches!(b, Block::Figure { .. })).count();
         assert_eq!(figs, 2, "mean and p99");
         // Per-length runs (the report's mix) have no bucket rows: no section.
-        let v: Value = serde_json::json!({"runs": [{"traffic_pct": 50.0, "strategies": [{"label": "FIFO", "by_len": [{"len": 1}]}]}]});
+        let v: Value =
+            serde_json::json!({"runs": [{"traffic_pct": 50.0, "strategies": [{"label": "FIFO", "by_len": [{"len": 1}]}]}]});
         assert!(from_sim_json(&v).is_empty());
     }
 
