@@ -176,12 +176,16 @@ fn chart(l: &Level, stat: &str, pick: fn(&Point) -> Option<f64>) -> LineChart {
     c
 }
 
+/// A table cell: whole numbers from 1000 up, else up to four decimals; "–" where missing.
 fn cell(x: f64) -> String {
-    if x.is_finite() {
-        super::sections::num(x)
-    } else {
-        "–".into()
+    if !x.is_finite() {
+        return "–".into();
     }
+    if x.abs() >= 1000.0 {
+        return format!("{x:.0}");
+    }
+    let s = format!("{x:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Appends the slowdown section (figures and their data) for `levels`; nothing when empty.
