@@ -21,9 +21,9 @@ fuzz_target!(|data: &[u8]| {
         let mb = s.mean_burst();
         assert!(mb.is_finite() && mb >= 1.0 && mb <= f64::from(s.burst), "mean burst {mb} of {s:?}");
         let _ = s.gap_ps();
-        if let Some(d) = s.lengths {
+        if let Some(d) = &s.lengths {
             assert_eq!(d.max_len(), s.burst);
-            assert_eq!(LenDist::parse(&d.to_string()), Ok(d), "a distribution prints back to itself");
+            assert_eq!(LenDist::parse(&d.to_string()).as_ref(), Ok(d), "a distribution prints back to itself");
             for u in [0.0, 0.25, 0.5, 0.999_999, 1.0] {
                 let x = d.sample(u);
                 assert!(x >= 1 && x <= d.max_len(), "sample({u}) = {x} of {d}");

@@ -145,3 +145,66 @@ fn bad_input_is_refused_clearly() {
         .stderr(predicate::str::contains("delivered no messages"));
     schedlab(d.path(), "sched").args(["--seed", "x"]).assert().failure().stderr(predicate::str::contains("--seed 'x'"));
 }
+
+/// `dist:NAME` in a traffic file: sched and predict draw message lengths from a named workload of
+/// `schedlab workloads` (W2: 155 sizes, one packet to 2418; W3: 842 sizes), print and record the
+/// table's name, reading, checksum, source and commit, and predict replays the very messages drawn
+/// (the release order check holds as for any traffic). A bad name is refused naming the file, the
+/// line and the field.
+#[test]
+fn named_workloads_in_traffic_files() {
+    let _serial = serial();
+    let d = tempfile::tempdir().unwrap();
+    let w2 = schedlab_workload::named("w2").unwrap();
+    // W2 at 60% of 200 Mb/s over two clients; -q holds W2's longest message (2418 packets).
+    write(d.path(), "w2.txt", "thread all\n150ms 60M 1500 dist:w2 poisson\n");
+    schedlab(d.path(), "predict")
+        .args("-t 2 -f w2.txt -b 200M -q 4096 -i 0 -c 0 --seed 3 --algs fifo,sf --drain 200ms --json p.json".split(' '))
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("workload w2 (step CDF, 1460 B/packet, mean ")
+                .and(predicate::str::contains(w2.checksum_hex())),
+        );
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("p.json")).unwrap()).unwrap();
+    let used = &v["workloads"][0];
+    assert_eq!(used["name"], "w2");
+    assert_eq!(used["reading"], "step");
+    assert_eq!(used["checksum"], w2.checksum_hex().as_str());
+    assert_eq!(used["commit"], w2.provenance.commit.as_str());
+    assert!(used["source"].as_str().unwrap().contains("Google_SearchRPC"), "{used}");
+    for r in v["runs"].as_array().unwrap() {
+        let o = &r["order_check"];
+        assert!(o["harness_pkts"].as_u64().unwrap() > 0, "{}: {o}", r["alg"]);
+        assert!(o["first_mismatch"].is_null(), "{}: harness and simulator differ: {o}", r["alg"]);
+    }
+
+    // sched with W3 read interpolated at 1442 B per packet: the message file's lengths are W3's.
+    write(d.path(), "w3.txt", "thread all\n100ms 50M 1500 dist:w3:interp:1442 poisson\n");
+    schedlab(d.path(), "sched")
+        .args(
+            "-t 2 -f w3.txt -b 200M -q 16384 -i 0 -c 0 --no-timestamps --seed 4 --messages m.txt --json r.json -- -alg fifo"
+                .split(' '),
+        )
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("workload w3 (interp CDF, 1442 B/packet"));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(j["workloads"][0]["written"], "w3:interp:1442");
+    assert_eq!(j["workloads"][0]["bytes_per_packet"], 1442);
+    let w3 = schedlab_workload::PacketDist::named("w3:interp:1442").unwrap();
+    let m = std::fs::read_to_string(d.path().join("m.txt")).unwrap();
+    let lens: Vec<u32> =
+        m.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('\t').nth(1).unwrap().parse().unwrap()).collect();
+    assert!(lens.len() > 100, "{} messages", lens.len());
+    assert!(lens.iter().all(|l| (1..=w3.max_len()).contains(l)));
+
+    write(d.path(), "bad.txt", "thread all\n# W9 does not exist\n1s 10M 1500 dist:w9 poisson\n");
+    for cmd in ["sched", "predict"] {
+        schedlab(d.path(), cmd)
+            .args("-f bad.txt -b 1G".split(' '))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("bad.txt:3: field 4 (length distribution): unknown workload 'w9'"));
+    }
+}

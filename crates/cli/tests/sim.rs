@@ -191,3 +191,45 @@ fn help_lists_the_commands() {
     schedlab().args(["sim", "--help"]).assert().success().stdout(predicate::str::contains("--traffic"));
     schedlab().arg("nonsense").assert().failure().stderr(predicate::str::contains("unknown command"));
 }
+
+/// A named workload's run keeps size buckets: the CSV carries each bucket's size percentiles and
+/// slowdowns, and the page (from the JSON and from the CSV) has the slowdown section with its
+/// mean and p99 figures.
+#[test]
+fn workload_csv_and_page_have_the_slowdown_by_size() {
+    let d = tempfile::tempdir().unwrap();
+    let (json, csv, page) = (d.path().join("w.json"), d.path().join("w.csv"), d.path().join("w.html"));
+    schedlab()
+        .args(["sim", "--workload", "w4", "-t", "50", "-a", "FIFO,SF", "--packets", "300k", "--quiet", "--brief"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .assert()
+        .success();
+    let c = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = c.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[13..], ["bucket_pct_low", "bucket_pct_high", "slowdown_mean", "slowdown_p50", "slowdown_p99"]);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let buckets: Vec<&Vec<&str>> = rows.iter().filter(|r| r[4] != "0").collect();
+    assert!(buckets.len() >= 2 * 5, "{} bucket rows", buckets.len());
+    for r in &buckets {
+        let (lo, hi): (f64, f64) = (r[13].parse().unwrap(), r[14].parse().unwrap());
+        assert!((0.0..1.0).contains(&lo) && lo < hi && hi <= 1.0, "{r:?}");
+        // A packet takes at least 0.5 time units, so (latency + 1) / length > 0.5.
+        let (mean, p50, p99): (f64, f64, f64) = (r[15].parse().unwrap(), r[16].parse().unwrap(), r[17].parse().unwrap());
+        assert!(mean > 0.5 && p50 > 0.5 && p99 >= p50, "{r:?}");
+    }
+    assert!(rows.iter().filter(|r| r[4] == "0").all(|r| r[13].is_empty()), "the all-messages rows have no bucket");
+    for input in [&json, &csv] {
+        schedlab().arg("report").arg(input).arg("-o").arg(&page).assert().success();
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(html.contains("Slowdown by message size"), "{}", input.display());
+        // The JSON names the workload; the CSV has no workload column.
+        let level = if input == &json { "w4, 50% load" } else { "50% load" };
+        for stat in ["mean", "p99"] {
+            assert!(html.contains(&format!("{stat} slowdown by message size ({level})")), "{}: {stat}", input.display());
+        }
+    }
+}

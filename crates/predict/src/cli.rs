@@ -208,6 +208,10 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         base.seed,
         cfg.drain
     );
+    // The named workloads the traffic draws from, with their reading and provenance.
+    for w in base.traffic.workloads() {
+        outln!("{w}");
+    }
     let shown = |run: &crate::run::AlgRun| -> std::io::Result<()> {
         let s = if cfg.repeat > 1 {
             crate::repeat::run_line(run.repeat_run, cfg.repeat, &run.alg, &crate::repeat::outcome(run))

@@ -93,6 +93,7 @@ pub fn run_with(
         command: cfg.command.clone(),
         seed: base.seed,
         traffic: cfg.sched.traffic_source.clone(),
+        workloads: cfg.sched.cfg.traffic.workloads(),
         threads: base.threads,
         queue_pkts: base.queue,
         sched_poll_ns: base.sched_poll.0,

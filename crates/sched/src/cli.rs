@@ -147,6 +147,10 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
         cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
         cfg.seed,
     );
+    // The named workloads the traffic draws from, with their reading and provenance.
+    for w in cfg.traffic.workloads() {
+        outln!("{w}");
+    }
     let r = run(cfg, interrupt.flag())?;
     let report = report(&args, &r, machine);
     // Files first, so that a closed stdout (`| head`) cannot lose them.
@@ -247,6 +251,7 @@ fn report(args: &Args, r: &RunResult, machine: MachineInfo) -> Report {
         machine,
         command: std::env::args().collect(),
         traffic: args.traffic_source.clone(),
+        workloads: args.cfg.traffic.workloads(),
         seed: cfg.seed,
         threads: cfg.threads,
         queue_pkts: cfg.queue,

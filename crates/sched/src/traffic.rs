@@ -9,18 +9,19 @@
 //! thread 1 *                    ... to threads 1 up to the last one
 //! thread all                    following entries go to every thread
 //! 1s 100M 1500 dist:report poisson alpha:5   under -alg prio, every message of this entry has α = 5
+//! 1s 1G 1500 dist:w3 poisson    lengths of a named workload (schedlab workloads), e.g. dist:w4:interp
 //! ```
 //! Durations take n/u/m/s suffixes (bare numbers are seconds), rates k/M/G/T (bits per second;
 //! 0 means silence for that long), the packet length is in bytes (default
 //! [`DEFAULT_PKT_LEN`]), the burst in packets (default 1) or a message-length distribution
-//! `dist:...`, and a last field `poisson` spaces bursts by exponential gaps at the same mean rate
+//! `dist:...` (ranges, or a named workload `dist:NAME[:READING[:BYTES_PER_PACKET]]`), and a last field `poisson` spaces bursts by exponential gaps at the same mean rate
 //! (see [`crate::workload`]); a last field `alpha:X` gives the entry's messages α = X under `-alg prio`
 //! (§10; other policies ignore it). Entries for threads that do not exist are ignored with a warning.
 
 use std::path::Path;
 
 use crate::units::{parse_bps, parse_duration, Bps, Nanos};
-use crate::workload::{Gaps, LenDist};
+use crate::workload::{workload_used, Gaps, LenDist, WorkloadUsed};
 
 /// Packet length when an entry gives none.
 pub const DEFAULT_PKT_LEN: u32 = 1500;
@@ -41,7 +42,7 @@ thread all
 ";
 
 /// One step of a client's program.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Spec {
     pub duration: Nanos,
     pub rate: Bps,
@@ -65,7 +66,7 @@ impl Spec {
 
     /// Mean packets per burst.
     pub fn mean_burst(&self) -> f64 {
-        self.lengths.map_or(f64::from(self.burst), |d| d.mean())
+        self.lengths.as_ref().map_or(f64::from(self.burst), LenDist::mean)
     }
 
     /// Mean time between two bursts, in picoseconds (`u64::MAX` when the rate is 0).
@@ -73,7 +74,7 @@ impl Spec {
         if self.rate.0 == 0 {
             return u64::MAX;
         }
-        match self.lengths {
+        match &self.lengths {
             None => {
                 let bits = u128::from(self.pkt_len) * u128::from(self.burst) * 8;
                 (bits * 1_000_000_000_000 / u128::from(self.rate.0)).min(u128::from(u64::MAX)) as u64
@@ -94,6 +95,18 @@ pub struct Traffic {
 }
 
 impl Traffic {
+    /// The named workloads (`dist:w3`) the entries draw from, each once (by how it is read), in
+    /// the order of first use.
+    pub fn workloads(&self) -> Vec<WorkloadUsed> {
+        let mut out: Vec<WorkloadUsed> = Vec::new();
+        for w in self.programs.iter().flatten().filter_map(|s| s.lengths.as_ref().and_then(workload_used)) {
+            if !out.iter().any(|o| o.written == w.written) {
+                out.push(w);
+            }
+        }
+        out
+    }
+
     /// Length of the longest program.
     pub fn longest(&self) -> Nanos {
         Nanos(self.programs.iter().map(|p| p.iter().fold(0u64, |a, s| a.saturating_add(s.duration.0))).max().unwrap_or(0))
@@ -134,7 +147,7 @@ pub fn parse(text: &str, file: &str, threads: usize) -> Result<Traffic, TrafficE
                             format!("the thread's program would last more than {MAX_PROGRAM_NS} ns (about 146 years)"),
                         )
                     })?;
-                    p.push(spec);
+                    p.push(spec.clone());
                 }
                 // Entries for threads that do not exist (`thread 5` with -t 2, or the part of a
                 // range beyond the last thread) are ignored, with one warning per line range.
@@ -381,7 +394,7 @@ mod tests {
         assert!((p[0].mean_burst() - 4.7).abs() < 1e-12);
         // Mean gap: 4.7 packets of 1500 bytes at 300 Mb/s = 188 us.
         assert!((p[0].gap_ps() as f64 - 188e6).abs() < 2.0, "{}", p[0].gap_ps());
-        assert_eq!((p[1].burst, p[1].lengths, p[1].gaps), (4, None, Gaps::Poisson));
+        assert_eq!((p[1].burst, p[1].lengths.as_ref(), p[1].gaps), (4, None, Gaps::Poisson));
         assert_eq!((p[2].pkt_len, p[2].gaps), (DEFAULT_PKT_LEN, Gaps::Poisson));
         assert_eq!(p[3].gaps, Gaps::Periodic);
         assert_eq!(p[3].lengths, p[0].lengths);
@@ -391,6 +404,43 @@ mod tests {
         assert_eq!(e("1s 1M 1500 4 poisson x\n").field, "field 5");
         assert_eq!(e("1s 1M 1500 4 poison\n").field, "field 5");
         assert_eq!(e("1s poisson\n").field, "field 2 (rate)");
+    }
+
+    /// `dist:NAME`: every named workload, with its reading and bytes per packet; any number of
+    /// ranges; errors name the file, the line and the field.
+    #[test]
+    fn named_workloads_and_long_range_lists() {
+        for name in schedlab_workload::names() {
+            let t = parse(&format!("thread all\n1s 1G 1500 dist:{name} poisson\n"), "f", 2).unwrap();
+            let s = &t.programs[0][0];
+            let d = s.lengths.as_ref().unwrap();
+            let w = schedlab_workload::named(name).unwrap();
+            let exact = w.packet_mean(w.default_reading, schedlab_workload::DEFAULT_BYTES_PER_PACKET);
+            assert!((s.mean_burst() - exact).abs() < 1e-9 * exact, "{name}");
+            assert_eq!(s.burst, d.max_len(), "{name}: burst is the longest length");
+            assert_eq!(LenDist::parse(&d.to_string()).as_ref(), Ok(d), "{name}: prints back to itself");
+            let used = t.workloads();
+            assert_eq!(used.len(), 1, "{name}: one workload, on two threads");
+            assert_eq!((used[0].name.as_str(), used[0].checksum.clone()), (w.name, w.checksum_hex()));
+            assert_eq!(used[0].commit, w.provenance.commit);
+        }
+        let t = parse("1s 1G 1500 dist:w4:interp:1442\n1s 1G 1500 dist:w3\n1s 1G 1500 dist:1-5:1\n", "f", 1).unwrap();
+        let used = t.workloads();
+        assert_eq!(used.iter().map(|u| u.written.as_str()).collect::<Vec<_>>(), ["w4:interp:1442", "w3:step:1460"]);
+        assert_eq!(used[0].bytes_per_packet, Some(1442));
+        // W3: 842 sizes in one entry, no cap on the number of parts.
+        assert_eq!(schedlab_workload::named("w3").unwrap().points(), 842);
+        let many: Vec<String> = (1..=40).map(|k| format!("{k}:1")).collect();
+        let t = parse(&format!("1s 1G 1500 dist:{}\n", many.join(",")), "f", 1).unwrap();
+        let s = &t.programs[0][0];
+        assert_eq!((s.burst, s.lengths.as_ref().unwrap().parts().len()), (40, 40));
+        assert!((s.mean_burst() - 20.5).abs() < 1e-12);
+        let e = |s: &str| parse(s, "w.txt", 1).unwrap_err();
+        let x = e("# c\n1s 1G 1500 dist:w9 poisson\n");
+        assert_eq!((x.line, x.field.as_str()), (2, "field 4 (length distribution)"));
+        assert!(x.to_string().starts_with("w.txt:2: field 4 (length distribution): unknown workload 'w9'"), "{x}");
+        assert!(e("1s 1G 1500 dist:w2:smooth\n").to_string().contains("reading 'smooth'"));
+        assert!(e("1s 1G 1500 dist:w2:step:0\n").to_string().contains("bytes per packet 0"));
     }
 
     #[test]

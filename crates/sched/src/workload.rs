@@ -6,7 +6,13 @@
 //! ```
 //! - field 4 may be `dist:PART,PART,...` instead of a fixed burst, each `PART` being
 //!   `LOW-HIGH:WEIGHT` (uniform integer in `LOW..=HIGH`) or `LEN:WEIGHT`; weights are relative
-//!   (they need not sum to 100). `dist:report` is the report's mix `1-5:90,20:10` (mean 4.7).
+//!   (they need not sum to 100), and there may be any number of parts. `dist:report` is the
+//!   report's mix `1-5:90,20:10` (mean 4.7).
+//! - or `dist:NAME[:READING[:BYTES_PER_PACKET]]`, a named workload of `schedlab workloads`
+//!   (`dist:w3`, `dist:w4:interp`, `dist:w2:step:1442`; see [`schedlab_workload`]): its exact
+//!   length distribution in packets, read by the source's own rule and cut into packets of 1460
+//!   payload bytes unless told otherwise. A run records the workload's name, reading, checksum,
+//!   source and commit.
 //! - a last field `poisson` spaces bursts by exponential gaps; `periodic` (the default) by equal
 //!   gaps. Either way the entry's mean rate is its RATE: the mean gap is
 //!   `mean length × PKTLEN × 8 / RATE`.
@@ -15,12 +21,12 @@
 //! ([`client_rng`]), so a run's arrivals are reproducible up to the clock.
 
 use std::fmt;
+use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use schedlab_workload::{PacketDist, PacketRange, Reading, Tag};
 
-/// Most parts a length distribution may have.
-pub const MAX_PARTS: usize = 16;
 /// Longest message accepted from a distribution, in packets.
 pub const MAX_LEN: u32 = 1 << 20;
 
@@ -32,28 +38,49 @@ pub struct LenPart {
     pub weight: f64,
 }
 
-/// A message-length distribution in packets (a mixture of uniform integer ranges). `Copy`, so a
-/// traffic entry stays plain data.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How a distribution was written.
+#[derive(Clone, Debug, PartialEq)]
+enum Written {
+    /// `dist:1-5:90,20:10` (or `dist:report`).
+    Parts(Vec<LenPart>),
+    /// `dist:w3`, `dist:w4:interp`, `dist:w2:step:1442`: a named workload of `schedlab workloads`.
+    Named { name: &'static str, reading: Reading, bytes_per_packet: u32 },
+}
+
+/// A message-length distribution in packets: hand-written ranges (`dist:1-5:90,20:10`, any
+/// number of them) or a named workload of [`schedlab_workload`] (`dist:w3`). Draws go through
+/// [`schedlab_workload::PacketDist`]; the distribution is shared (`Arc`), so a traffic entry
+/// programmed on many threads holds one copy, and its memory is one entry per range, never one
+/// per length.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LenDist {
-    parts: [LenPart; MAX_PARTS],
-    n: usize,
-    total: f64,
+    written: Written,
+    dist: Arc<PacketDist>,
 }
 
 impl LenDist {
-    /// Parses the part after `dist:` (`1-5:90,20:10`, or `report`).
+    /// Parses the part after `dist:`: `1-5:90,20:10`, `report`, or a named workload
+    /// `NAME[:READING[:BYTES_PER_PACKET]]` (`w3`, `w4:interp`, `w2:step:1442`).
     pub fn parse(s: &str) -> Result<LenDist, String> {
         let s = if s == "report" { "1-5:90,20:10" } else { s };
         if s.is_empty() {
-            return Err("empty distribution: write e.g. dist:1-5:90,20:10".into());
+            return Err("empty distribution: write e.g. dist:1-5:90,20:10 or dist:w3 (see schedlab workloads)".into());
         }
-        let mut d = LenDist { parts: [LenPart::default(); MAX_PARTS], n: 0, total: 0.0 };
+        // A workload name starts with a letter; ranges start with a digit.
+        if s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            let (w, reading, bpp) = schedlab_workload::parse_named(s).map_err(|e| e.to_string())?;
+            let dist = PacketDist::of_workload(&w, reading, bpp);
+            if dist.max_len() > MAX_LEN {
+                return Err(format!("workload {}: messages of up to {} packets, above {MAX_LEN}", w.name, dist.max_len()));
+            }
+            return Ok(LenDist {
+                written: Written::Named { name: w.name, reading, bytes_per_packet: bpp },
+                dist: Arc::new(dist),
+            });
+        }
+        let mut parts = Vec::new();
         for (k, part) in s.split(',').enumerate() {
             let which = || format!("part {} '{part}'", k + 1);
-            if d.n == MAX_PARTS {
-                return Err(format!("at most {MAX_PARTS} parts"));
-            }
             let (range, weight) =
                 part.split_once(':').ok_or_else(|| format!("{}: expected LOW-HIGH:WEIGHT or LEN:WEIGHT", which()))?;
             let (lo, hi) = range.split_once('-').unwrap_or((range, range));
@@ -71,58 +98,73 @@ impl LenDist {
             if !(weight.is_finite() && weight > 0.0) {
                 return Err(format!("{}: WEIGHT must be a positive number", which()));
             }
-            d.parts[d.n] = LenPart { low, high, weight };
-            d.n += 1;
-            d.total += weight;
+            parts.push(LenPart { low, high, weight });
         }
-        if !d.total.is_finite() {
+        let total: f64 = parts.iter().map(|p| p.weight).sum();
+        if !total.is_finite() {
             return Err("the WEIGHTs add up to more than a number can hold: use smaller weights (they are relative)".into());
         }
-        Ok(d)
+        let ranges = parts.iter().map(|p| PacketRange { low: p.low, high: p.high, prob: p.weight }).collect();
+        let dist = PacketDist::from_ranges(ranges).map_err(|e| e.to_string())?;
+        Ok(LenDist { written: Written::Parts(parts), dist: Arc::new(dist) })
     }
 
-    /// The parts, in the order given.
+    /// The parts as written (empty for a named workload: see [`LenDist::packets`]).
     pub fn parts(&self) -> &[LenPart] {
-        &self.parts[..self.n]
+        match &self.written {
+            Written::Parts(p) => p,
+            Written::Named { .. } => &[],
+        }
+    }
+
+    /// The distribution in packets that draws come from.
+    pub fn packets(&self) -> &PacketDist {
+        &self.dist
+    }
+
+    /// The named workload's name, reading, bytes per packet, checksum, source and commit
+    /// (`None` for hand-written ranges).
+    pub fn tag(&self) -> Option<&Tag> {
+        self.dist.tag()
     }
 
     /// Mean length in packets.
     pub fn mean(&self) -> f64 {
-        self.parts().iter().map(|p| p.weight / self.total * f64::from(p.low + p.high) / 2.0).sum()
+        self.dist.mean()
     }
 
     /// Longest possible length.
     pub fn max_len(&self) -> u32 {
-        self.parts().iter().map(|p| p.high).max().unwrap_or(1)
+        self.dist.max_len()
     }
 
     /// Draws a length from `u` uniform in [0, 1): a part by weight, then a uniform integer in it.
+    #[inline]
     pub fn sample(&self, u: f64) -> u32 {
-        let mut x = u.clamp(0.0, 1.0) * self.total;
-        for p in self.parts() {
-            if x < p.weight {
-                let within = (x / p.weight).clamp(0.0, 1.0 - 1e-12);
-                return p.low + (within * f64::from(p.high - p.low + 1)) as u32;
-            }
-            x -= p.weight;
-        }
-        self.parts().last().map_or(1, |p| p.high)
+        self.dist.sample(u)
     }
 }
 
 impl fmt::Display for LenDist {
+    /// As written, canonically: `1-5:90,20:10`, or a workload with its reading and bytes per
+    /// packet spelled out (`w3:step:1460`), so that it parses back to the same distribution.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (k, p) in self.parts().iter().enumerate() {
-            if k > 0 {
-                write!(f, ",")?;
-            }
-            if p.low == p.high {
-                write!(f, "{}:{}", p.low, p.weight)?;
-            } else {
-                write!(f, "{}-{}:{}", p.low, p.high, p.weight)?;
+        match &self.written {
+            Written::Named { name, reading, bytes_per_packet } => write!(f, "{name}:{}:{bytes_per_packet}", reading.name()),
+            Written::Parts(parts) => {
+                for (k, p) in parts.iter().enumerate() {
+                    if k > 0 {
+                        write!(f, ",")?;
+                    }
+                    if p.low == p.high {
+                        write!(f, "{}:{}", p.low, p.weight)?;
+                    } else {
+                        write!(f, "{}-{}:{}", p.low, p.high, p.weight)?;
+                    }
+                }
+                Ok(())
             }
         }
-        Ok(())
     }
 }
 
@@ -130,6 +172,25 @@ impl serde::Serialize for LenDist {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
     }
+}
+
+/// What a result records about a named workload its traffic drew from (the type is the result
+/// kinds' own, in `schedlab_report::results`).
+pub use schedlab_report::results::workload_used::WorkloadUsed;
+
+/// The record of `d`, or `None` when `d` is hand-written ranges.
+pub fn workload_used(d: &LenDist) -> Option<WorkloadUsed> {
+    let t = d.tag()?;
+    Some(WorkloadUsed {
+        name: t.name.clone(),
+        reading: t.reading.name().into(),
+        bytes_per_packet: t.bytes_per_packet,
+        checksum: t.checksum.clone(),
+        source: t.source.clone(),
+        commit: t.commit.clone(),
+        mean_packets: d.mean(),
+        written: d.to_string(),
+    })
 }
 
 /// How bursts are spaced.
@@ -253,6 +314,26 @@ mod tests {
         let b: Vec<u64> = (0..5).map(|_| draw_gap_ps(Gaps::Poisson, 1000, &mut r)).collect();
         assert_eq!(a[0], b[0]);
         assert_ne!(client_rng(9, 1).random::<u64>(), client_rng(9, 2).random::<u64>());
+    }
+
+    /// A named workload draws through the workload crate; its record names the table.
+    #[test]
+    fn named_workloads_draw_their_packet_distribution() {
+        let d = LenDist::parse("w2").unwrap();
+        assert!(d.parts().is_empty());
+        assert_eq!(d.to_string(), "w2:step:1460");
+        assert_eq!(d, LenDist::parse("W2:step:1460").unwrap());
+        assert_ne!(d, LenDist::parse("w2:interp").unwrap());
+        let used = workload_used(&d).unwrap();
+        assert!(used.checksum.starts_with("fnv1a64:") && used.source.contains("Google_SearchRPC"), "{used:?}");
+        assert!(used.to_string().starts_with("workload w2 (step CDF, 1460 B/packet, mean "), "{used}");
+        assert_eq!(workload_used(&LenDist::parse("report").unwrap()), None);
+        let mut rng = client_rng(3, 0);
+        let n = 400_000;
+        let sum: f64 = (0..n).map(|_| f64::from(draw_len(Some(&d), 1, &mut rng))).sum();
+        // W2 in packets: mean about 1.2, a heavy tail (up to 2418 packets): 2% is many SDs.
+        assert!((sum / f64::from(n) / d.mean() - 1.0).abs() < 0.02, "{} vs {}", sum / f64::from(n), d.mean());
+        assert!(LenDist::parse("w9").unwrap_err().contains("unknown workload 'w9'"));
     }
 
     /// Fuzz regression (fuzz/regressions/sched_traffic): weights whose sum overflows to infinity

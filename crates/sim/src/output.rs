@@ -228,8 +228,10 @@ pub fn classic_lines(r: &RunResult) -> String {
     s
 }
 
-/// CSV header for [`csv_rows`].
-pub const CSV_HEADER: [&str; 13] = [
+/// CSV header for [`csv_rows`]. The last five columns are filled on size-bucket rows (a named
+/// workload, or more than 64 lengths): the bucket's size percentiles (fractions) and the mean,
+/// p50 and p99 slowdown ((latency + 1) / length); on per-length rows they are empty.
+pub const CSV_HEADER: [&str; 18] = [
     "traffic_pct",
     "seed",
     "strategy",
@@ -243,7 +245,21 @@ pub const CSV_HEADER: [&str; 13] = [
     "max_lat_tu",
     "qlen_pkts",
     "packets_in",
+    "bucket_pct_low",
+    "bucket_pct_high",
+    "slowdown_mean",
+    "slowdown_p50",
+    "slowdown_p99",
 ];
+
+/// A slowdown cell: empty where it is not kept (NaN).
+fn slowdown(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.6}")
+    } else {
+        String::new()
+    }
+}
 
 /// One CSV row per (strategy, length), plus a `len_pkts = 0` row for all messages.
 pub fn csv_rows(r: &RunResult) -> Vec<Vec<String>> {
@@ -264,6 +280,11 @@ pub fn csv_rows(r: &RunResult) -> Vec<Vec<String>> {
                 format!("{:.3}", l.max_tu),
                 format!("{:.4}", st.qlen_pkts),
                 r.packets_in.to_string(),
+                l.bucket.map_or(String::new(), |b| format!("{:.6}", b.pct_low)),
+                l.bucket.map_or(String::new(), |b| format!("{:.6}", b.pct_high)),
+                slowdown(l.slowdown_mean),
+                slowdown(l.slowdown_p50),
+                slowdown(l.slowdown_p99),
             ]);
         }
     }

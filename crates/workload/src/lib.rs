@@ -41,6 +41,10 @@ pub enum WorkloadError {
     Reading(String),
     #[error("bytes per packet {0}: give a whole number of payload bytes between 1 and 1000000")]
     BytesPerPacket(u64),
+    #[error("bytes per packet '{0}' is not a whole number: write NAME[:READING[:BYTES_PER_PACKET]], e.g. w2:step:1442")]
+    BytesPerPacketText(String),
+    #[error("length distribution: {0}")]
+    Ranges(String),
 }
 
 /// The unit of a table's SIZE column.
@@ -565,6 +569,142 @@ impl fmt::Display for Tag {
     }
 }
 
+/// A named workload as written in a traffic file or a sweep spec: `NAME[:READING[:BYTES_PER_PACKET]]`
+/// (`w3`, `w4:interp`, `w2:step:1442`). Omitted parts take the source's own reading and
+/// [`DEFAULT_BYTES_PER_PACKET`].
+pub fn parse_named(spec: &str) -> Result<(Workload, Reading, u32), WorkloadError> {
+    let mut it = spec.splitn(3, ':');
+    let w = named(it.next().unwrap_or_default())?;
+    let reading = match it.next().filter(|r| !r.is_empty()) {
+        Some(r) => Reading::parse(r)?,
+        None => w.default_reading,
+    };
+    let bpp = match it.next() {
+        Some(b) => {
+            check_bytes_per_packet(b.trim().parse::<u64>().map_err(|_| WorkloadError::BytesPerPacketText(b.to_string()))?)?
+        }
+        None => DEFAULT_BYTES_PER_PACKET,
+    };
+    Ok((w, reading, bpp))
+}
+
+/// A message-length distribution in packets that a generator draws from: a mixture of uniform
+/// integer ranges with relative weights (hand-written ranges, or a named workload's exact
+/// [`Workload::packet_ranges`]), with the named workload's [`Tag`] when it is one.
+///
+/// Memory is one entry per range (W3: 842 sizes, W1 with its tail: a few thousand), never per
+/// length: a draw finds its range by a walk (few ranges) or by bisection on the cumulative
+/// weights (many), then a uniform integer in it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PacketDist {
+    ranges: Vec<PacketRange>,
+    /// Cumulative weights, same order as `ranges`; the last is the total.
+    cum: Vec<f64>,
+    tag: Option<Tag>,
+}
+
+/// Ranges up to which [`PacketDist::sample`] walks them instead of bisecting.
+const WALK: usize = 8;
+
+impl PacketDist {
+    /// From ranges whose `prob` is a relative weight (they need not sum to 1). Every range must
+    /// have `1 <= low <= high` and a positive finite weight, and the weights a finite sum.
+    pub fn from_ranges(ranges: Vec<PacketRange>) -> Result<PacketDist, WorkloadError> {
+        if ranges.is_empty() {
+            return Err(WorkloadError::Ranges("no ranges".into()));
+        }
+        let mut cum = Vec::with_capacity(ranges.len());
+        let mut acc = 0.0;
+        for (k, r) in ranges.iter().enumerate() {
+            if r.low < 1 || r.high < r.low {
+                return Err(WorkloadError::Ranges(format!("range {}: {}..={} is not 1 <= LOW <= HIGH", k + 1, r.low, r.high)));
+            }
+            if !(r.prob.is_finite() && r.prob > 0.0) {
+                return Err(WorkloadError::Ranges(format!("range {}: weight {} must be positive and finite", k + 1, r.prob)));
+            }
+            acc += r.prob;
+            cum.push(acc);
+        }
+        if !acc.is_finite() {
+            return Err(WorkloadError::Ranges("the weights add up to more than a number can hold".into()));
+        }
+        Ok(PacketDist { ranges, cum, tag: None })
+    }
+
+    /// The workload `w` read with `reading` and `bytes_per_packet`, tagged with its provenance.
+    pub fn of_workload(w: &Workload, reading: Reading, bytes_per_packet: u32) -> PacketDist {
+        let mut d = PacketDist::from_ranges(w.packet_ranges(reading, bytes_per_packet))
+            .expect("a shipped table's packet ranges are valid (tested for every table)");
+        d.tag = Some(w.tag(reading, bytes_per_packet));
+        d
+    }
+
+    /// A named workload written `NAME[:READING[:BYTES_PER_PACKET]]` (see [`parse_named`]).
+    pub fn named(spec: &str) -> Result<PacketDist, WorkloadError> {
+        let (w, reading, bpp) = parse_named(spec)?;
+        Ok(PacketDist::of_workload(&w, reading, bpp))
+    }
+
+    /// The ranges, `prob` being the relative weight given.
+    pub fn ranges(&self) -> &[PacketRange] {
+        &self.ranges
+    }
+
+    /// The named workload's tag (`None` for hand-written ranges).
+    pub fn tag(&self) -> Option<&Tag> {
+        self.tag.as_ref()
+    }
+
+    fn total(&self) -> f64 {
+        *self.cum.last().expect("at least one range")
+    }
+
+    /// Mean length in packets.
+    pub fn mean(&self) -> f64 {
+        let t = self.total();
+        self.ranges.iter().map(|r| r.prob / t * (f64::from(r.low) + f64::from(r.high)) / 2.0).sum()
+    }
+
+    /// Longest possible length in packets.
+    pub fn max_len(&self) -> u32 {
+        self.ranges.iter().map(|r| r.high).max().unwrap_or(1)
+    }
+
+    /// Shortest possible length in packets.
+    pub fn min_len(&self) -> u32 {
+        self.ranges.iter().map(|r| r.low).min().unwrap_or(1)
+    }
+
+    /// Draws a length from `u` uniform in [0, 1): a range by weight, then a uniform integer in it.
+    #[inline]
+    pub fn sample(&self, u: f64) -> u32 {
+        let mut x = u.clamp(0.0, 1.0) * self.total();
+        let (r, w) = if self.ranges.len() <= WALK {
+            // Walk, subtracting each weight (the sched traffic file's draw since it had `dist:`).
+            let mut found = None;
+            for r in &self.ranges {
+                if x < r.prob {
+                    found = Some((r, x));
+                    break;
+                }
+                x -= r.prob;
+            }
+            match found {
+                Some((r, x)) => (r, x / r.prob),
+                None => return self.ranges.last().map_or(1, |r| r.high),
+            }
+        } else {
+            // The first range whose cumulative weight exceeds x.
+            let i = self.cum.partition_point(|&c| c <= x);
+            let Some(r) = self.ranges.get(i) else { return self.ranges.last().map_or(1, |r| r.high) };
+            let lo = if i == 0 { 0.0 } else { self.cum[i - 1] };
+            (r, (x - lo) / r.prob)
+        };
+        let within = w.clamp(0.0, 1.0 - 1e-12);
+        r.low + (within * f64::from(r.high - r.low + 1)) as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -642,5 +782,69 @@ mod tests {
         assert_eq!(Reading::parse("interpolated").unwrap(), Reading::Interpolated);
         assert!(Reading::parse("smooth").is_err());
         assert!(check_bytes_per_packet(0).is_err());
+    }
+
+    #[test]
+    fn named_specs_parse_with_their_defaults() {
+        let (w, r, b) = parse_named("w3").unwrap();
+        assert_eq!((w.name, r, b), ("w3", Reading::Step, DEFAULT_BYTES_PER_PACKET));
+        let (w, r, b) = parse_named("W2:interp:1442").unwrap();
+        assert_eq!((w.name, r, b), ("w2", Reading::Interpolated, 1442));
+        assert_eq!(parse_named("websearch").unwrap().1, Reading::Interpolated, "the source's own rule");
+        assert!(matches!(parse_named("w9"), Err(WorkloadError::Unknown(_))));
+        assert!(matches!(parse_named("w2:smooth"), Err(WorkloadError::Reading(_))));
+        assert!(matches!(parse_named("w2:step:x"), Err(WorkloadError::BytesPerPacketText(_))));
+        assert!(matches!(parse_named("w2:step:0"), Err(WorkloadError::BytesPerPacket(0))));
+    }
+
+    /// Draws at evenly spread u reproduce each table's exact packet mean, so the sampler picks
+    /// ranges by their weights (bisection) and lengths uniformly within them.
+    #[test]
+    fn packet_dist_draws_have_the_exact_mean() {
+        for name in names() {
+            let d = PacketDist::named(name).unwrap();
+            let w = named(name).unwrap();
+            let exact = w.packet_mean(w.default_reading, DEFAULT_BYTES_PER_PACKET);
+            assert!((d.mean() - exact).abs() < 1e-9 * exact, "{name}: {} vs {exact}", d.mean());
+            let n = 1_000_000u32;
+            let mut sum = 0.0;
+            for k in 0..n {
+                let l = d.sample((f64::from(k) + 0.5) / f64::from(n));
+                assert!((d.min_len()..=d.max_len()).contains(&l), "{name}: {l}");
+                sum += f64::from(l);
+            }
+            let m = sum / f64::from(n);
+            assert!((m - exact).abs() < 0.005 * exact, "{name}: drawn mean {m}, exact {exact}");
+            assert_eq!(d.tag().unwrap().checksum, w.checksum_hex());
+        }
+    }
+
+    /// The walk (up to 8 ranges) and the bisection (more) both give every range its weight and
+    /// every length in a range its equal share (counted on a fine grid of u).
+    #[test]
+    fn walk_and_bisection_draw_by_weight() {
+        let parts: Vec<PacketRange> =
+            (1..=12u32).map(|k| PacketRange { low: k * 10, high: k * 10 + k % 3, prob: f64::from(k % 4 + 1) }).collect();
+        for cut in [1usize, 3, 8, 9, 12] {
+            let d = PacketDist::from_ranges(parts[..cut].to_vec()).unwrap();
+            let mut counts = std::collections::BTreeMap::new();
+            let n = 240_000u32;
+            for k in 0..n {
+                *counts.entry(d.sample((f64::from(k) + 0.5) / f64::from(n))).or_insert(0u32) += 1;
+            }
+            let total: f64 = parts[..cut].iter().map(|r| r.prob).sum();
+            for r in &parts[..cut] {
+                for l in r.low..=r.high {
+                    let want = r.prob / total / f64::from(r.high - r.low + 1);
+                    let got = f64::from(counts.remove(&l).unwrap_or(0)) / f64::from(n);
+                    assert!((got - want).abs() < 1e-4, "{cut} ranges, length {l}: {got} vs {want}");
+                }
+            }
+            assert!(counts.is_empty(), "lengths outside the ranges: {counts:?}");
+        }
+        assert!(PacketDist::from_ranges(vec![]).is_err());
+        assert!(PacketDist::from_ranges(vec![PacketRange { low: 0, high: 1, prob: 1.0 }]).is_err());
+        assert!(PacketDist::from_ranges(vec![PacketRange { low: 1, high: 1, prob: f64::NAN }]).is_err());
+        assert!(PacketDist::from_ranges(vec![PacketRange { low: 1, high: 1, prob: 1e308 }; 2]).is_err());
     }
 }

@@ -22,6 +22,7 @@ pub mod cli;
 pub mod input;
 pub mod kernel;
 pub mod sections;
+pub mod slowdown;
 
 /// One block of a section.
 #[derive(Clone, Debug)]

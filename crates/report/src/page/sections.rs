@@ -414,6 +414,7 @@ fn sim(v: &Value, source: &str) -> Section {
         sec.push(Block::Warning("The run was interrupted: the figures show the packets simulated until then.".into()));
     }
     paper_blocks(&mut sec, &levels);
+    super::slowdown::blocks(&mut sec, &super::slowdown::from_sim_json(v));
     sec
 }
 
@@ -531,6 +532,7 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
     if !rest.is_empty() {
         paper_tables_only(&mut sec, &rest);
     }
+    super::slowdown::blocks(&mut sec, &super::slowdown::from_table(t, kind == Kind::Sweep));
     sec
 }
 

@@ -25,6 +25,7 @@ pub mod sched;
 pub mod semtest;
 pub mod sweep_row;
 pub mod trylock;
+pub mod workload_used;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};

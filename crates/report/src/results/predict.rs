@@ -27,6 +27,9 @@ pub struct Predict {
     pub seed: u64,
     /// Where the clients' traffic program came from (`-f FILE`, or the default).
     pub traffic: String,
+    /// The named workloads (`dist:w3`) the traffic file draws from: name, reading, checksum,
+    /// source and commit (empty for hand-written lengths).
+    pub workloads: Vec<super::workload_used::WorkloadUsed>,
     /// Client threads.
     pub threads: usize,
     /// Each client's ring, packets.

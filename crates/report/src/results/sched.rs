@@ -25,6 +25,9 @@ pub struct Sched {
     pub command: Vec<String>,
     /// The traffic program's source: its path, or the embedded default's name.
     pub traffic: String,
+    /// The named workloads (`dist:w3`) the traffic file draws from: name, reading, checksum,
+    /// source and commit (empty for hand-written lengths).
+    pub workloads: Vec<super::workload_used::WorkloadUsed>,
     pub seed: u64,
     /// Client threads (`-t`).
     pub threads: usize,

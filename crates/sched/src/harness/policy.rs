@@ -132,9 +132,9 @@ mod tests {
     fn entries_give_their_alpha_by_ring_position() {
         let mut a = Spec::fixed(Nanos(1), Bps(1), 1500, 1);
         a.alpha = Some(2.0);
-        let mut b = a;
+        let mut b = a.clone();
         b.alpha = None;
-        let mut c = a;
+        let mut c = a.clone();
         c.alpha = Some(50.0);
         let e = EntryAlphas::new(&[vec![a, b, c]]);
         assert_eq!(e.alpha(0, 0), None, "nothing begun yet");
