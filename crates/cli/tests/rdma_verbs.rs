@@ -163,7 +163,7 @@ fn the_seeds_command_lines_complete_on_soft_roce() {
         assert_ok(d, &st, &format!("{case}.cli"));
         assert_ok(d, &st, &format!("{case}.srv"));
         let res = json(d, &format!("{case}.json"));
-        assert_eq!((res["backend"].as_str(), res["op"].as_str(), res["poll"].as_str()), (Some("VERBS"), Some(*op), Some(*poll)));
+        assert_eq!(res["backend"].as_str(), Some("VERBS"), "{case}");
         assert_eq!((res["completed"].as_u64(), res["bytes"].as_u64()), (Some(*n), Some(u64::from(*bytes))), "{case}");
         assert!(res["bw_avg_gbps"].as_f64().unwrap() > 0.0, "{case}: {res}");
         // The -o file as the original's: every message once, in order, times not decreasing.
@@ -176,7 +176,11 @@ fn the_seeds_command_lines_complete_on_soft_roce() {
         assert!(recs.iter().all(|r| r.2 > 0.0), "{case}: a latency of 0");
         // The sidecar says what wrote it (the original tool's readers skip it).
         let side = json(d, &format!("{case}.o.txt.json"));
-        assert_eq!((side["backend"].as_str(), side["count"].as_u64()), (Some("VERBS"), Some(*n)), "{case}");
+        assert_eq!(
+            (side["backend"].as_str(), side["op"].as_str(), side["poll"].as_str(), side["count"].as_u64()),
+            (Some("VERBS"), Some(*op), Some(*poll), Some(*n)),
+            "{case}"
+        );
         // SEND and WRITE_IMM consume a receive per message at the server: it saw all of them.
         if matches!(*op, "SEND" | "WRITE_IMM") {
             let srv = read(d, &format!("{case}.srv.out"));
@@ -186,7 +190,10 @@ fn the_seeds_command_lines_complete_on_soft_roce() {
                 "{case}: the server must report all {n} received:\n{srv}"
             );
         }
-        println!("{case:<12} {op:<9} {poll:<5} {n:>5} x {bytes:>6} B  {:.3} Gb/s  p50 {:.1} us", res["bw_avg_gbps"], res["lat_us"]["p50"]);
+        println!(
+            "{case:<12} {op:<9} {poll:<5} {n:>5} x {bytes:>6} B  {:.3} Gb/s  p50 {:.1} us",
+            res["bw_avg_gbps"], res["lat_us"]["p50"]
+        );
     }
 }
 
