@@ -41,7 +41,7 @@ fn vm_returns_the_guests_output_and_exit_status() {
     assert!(stdout.starts_with("6.12"), "{stdout:?}");
 }
 
-fn qdisc_shares(alg: &str) {
+fn qdisc_shares(alg: &str, flowsets: &str, classes: usize) {
     let dir = tempfile::tempdir().unwrap();
     let traffic = dir.path().join("two.txt");
     // Two clients offering 10 Mb/s each into a 2 Mb/s bottleneck: both stay backlogged (an
@@ -53,7 +53,7 @@ fn qdisc_shares(alg: &str) {
         .arg(&traffic)
         .args(["-b", "2M", "--json"])
         .arg(&json)
-        .args(["--", "-flowsets", "100:1500:1,1:1500:16", "-alg", alg])
+        .args(["--", "-flowsets", flowsets, "-alg", alg])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -71,7 +71,7 @@ fn qdisc_shares(alg: &str) {
     }
     assert_eq!(v["agree"], true, "{stdout}");
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 17);
+    assert_eq!(rows.len(), classes);
     // Flow 0 (weight 100) against flow 1 (weight 1): the kernel gives about 100/101.
     let k0 = rows[0]["kernel"].as_f64().unwrap();
     assert!((k0 - 100.0 / 101.0).abs() < 0.05, "{stdout}");
@@ -87,5 +87,15 @@ fn qdisc_shares(alg: &str) {
 
 #[test]
 fn qdisc_drr_shares_agree_with_the_model_and_the_harness() {
-    qdisc_shares("drr");
+    qdisc_shares("drr", "100:1500:1,1:1500:16", 17);
+}
+
+/// qfq with only the two flows that send configured. With the seed's 16 weight-1 classes (15 of
+/// them idle) Linux's qfq gave flow 0 0.934 against the model's 0.992, saturated and backlogged
+/// (docs/notes/2026-11-28-kernel-rxe-qfq.md): its virtual time advances by the weight sum of every
+/// configured class, active or not, so idle classes change the active flows' shares; with the
+/// same two flows alone it gave 0.9920 against 0.9900.
+#[test]
+fn qdisc_qfq_shares_agree_with_the_model_and_the_harness_when_only_active_classes_exist() {
+    qdisc_shares("qfq", "100:1500:1,1:1500:1", 2);
 }

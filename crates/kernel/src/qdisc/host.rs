@@ -58,11 +58,16 @@ pub fn load_traffic(path: &Path, threads: usize) -> Result<Vec<Vec<Step>>> {
 /// The harness's answer: `schedlab sched` with the same traffic, link and policy.
 pub fn harness(cfg: &QdiscConfig, alg: &str, scratch: &Path) -> Result<OtherAnswer> {
     let json = scratch.join("harness.json");
+    // sched writes its per-queue message files (queue-N.txt) into its working folder: the scratch
+    // folder, not the user's. The traffic file is named from the user's folder, so made absolute.
+    let traffic = std::path::absolute(&cfg.traffic_file)
+        .with_context(|| format!("traffic file {}: cannot resolve its path", cfg.traffic_file.display()))?;
     let mut cmd = Command::new(&cfg.exe);
-    cmd.arg("sched")
+    cmd.current_dir(scratch)
+        .arg("sched")
         .args(["-t", &cfg.threads.to_string()])
         .arg("-f")
-        .arg(&cfg.traffic_file)
+        .arg(&traffic)
         .args(["-b", &cfg.link, "--json"])
         .arg(&json)
         .args(["--", "-flowsets", &cfg.flowsets, "-alg", alg]);
