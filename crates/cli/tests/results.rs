@@ -190,7 +190,12 @@ fn predict_file(dir: &Path) -> PathBuf {
 /// The first row of a one-cell sweep's `.jsonl` table, as a file of its own.
 fn sweep_row_file(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("s.toml"), "traffic = [50]\nstrategies = [\"FIFO\"]\npackets = \"10k\"\n").unwrap();
-    schedlab().current_dir(dir).args(["sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"]).timeout(Duration::from_secs(60)).assert().success();
+    schedlab()
+        .current_dir(dir)
+        .args(["sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
     let text = std::fs::read_to_string(dir.join("t.jsonl")).unwrap();
     let out = dir.join("row.json");
     std::fs::write(&out, text.lines().next().expect("the sweep wrote a row")).unwrap();
