@@ -108,7 +108,6 @@ fn share_of_first(alg: PolicySpec) -> (f64, u64) {
                 }
                 waiting[client as usize] -= 1;
             }
-            _ => {}
         }
     }
     let both = released[0] + released[1];
