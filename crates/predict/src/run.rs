@@ -43,6 +43,8 @@ pub enum Error {
 
 /// How a comparison ended.
 #[derive(Debug)]
+// Made once per command and moved out at once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum Finished {
     /// Every run was made. `last` is the last harness run (for `--messages`, `--trace-out`).
     Done { result: Predict, last: Option<RunResult> },
