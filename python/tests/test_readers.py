@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -166,7 +167,10 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
     assert sweep_rows.columns == table.columns
     for c in ("cell", "strategy", "len_pkts", "msgs", "sweep_id"):
         assert sweep_rows[c].to_list() == table[c].to_list(), c
-    assert sweep_rows["mean_lat_tu"].to_list() == table["mean_lat_tu"].fill_nan(None).to_list()
+    # Equal to the last bit or two: the CSV's decimal text, read back by polars, can differ from
+    # the JSON value in the last digit (9.264225246716139 against 9.26422524671614 in one run).
+    for a, b in zip(sweep_rows["mean_lat_tu"].to_list(), table["mean_lat_tu"].fill_nan(None).to_list()):
+        assert (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-14)), (a, b)
     sched = schedlab.read_sched_json(written["schedlab.sched"])
     assert sched["client"].to_list() == [0, 1] and (sched["schema"] == "schedlab.sched/1").all()
     trylock = schedlab.read_trylock_json(written["schedlab.trylock"])
