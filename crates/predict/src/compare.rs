@@ -133,15 +133,22 @@ pub fn compare(msgs: &[MsgRecord], predicted: &[Option<f64>]) -> Vec<Row> {
 }
 
 /// The agreement the comparison claims to resolve: measured and predicted mean latency within 5%.
-/// A harness effect the model does not contain that could move the measured mean by more than
-/// this fraction of the prediction makes the run *disturbed*: its disagreement is not the model's.
 pub const AGREEMENT: f64 = 0.05;
+
+/// The share of [`AGREEMENT`] the harness's own delays may take before a run is *disturbed*: half.
+/// The measured mean is the model's answer plus what the harness adds (a late pickup, a stalled
+/// pass); for the run to test the model within 5%, the harness may use at most half of that budget
+/// and the model's own error the rest. With the whole budget (5%) given to the harness, a quiet run
+/// (20 runs × fifo, alpha:10, sf; `docs/notes/2026-11-28-predict-verdict.md`) picked arrivals up
+/// 2.86 us late against a 105 us prediction (2.7%) and read 1.056: passed as "kept up", yet outside
+/// the agreement it claims.
+pub const HARNESS_BUDGET: f64 = AGREEMENT / 2.0;
 
 /// Why a run that kept up with the link was nevertheless disturbed (empty: not disturbed).
 ///
 /// The model picks an arrival up the instant it arrives; the harness picks it up at the
 /// scheduler's next pass. Two readings of that delay, each compared with
-/// [`AGREEMENT`] × the predicted mean latency (`predicted_mean_us`):
+/// [`HARNESS_BUDGET`] × the predicted mean latency (`predicted_mean_us`):
 /// 1. the measured pickup delay: the mean ring wait (`sch_enq − cli_enq`) of the messages
 ///    (`ring_wait_us`); it adds to a message's measured latency up to its whole length;
 /// 2. the scheduler thread's own loop: the mean wait of an arrival at a random instant for the
@@ -153,7 +160,7 @@ pub const AGREEMENT: f64 = 0.05;
 /// are. The clients' gaps are not judged: a client late to generate moves its recorded arrival,
 /// which is what the simulator replays.
 pub fn disturbance_reasons(ring_wait_us: f64, predicted_mean_us: f64, sched: Option<&Disturbance>) -> Vec<String> {
-    let limit_us = AGREEMENT * predicted_mean_us;
+    let limit_us = HARNESS_BUDGET * predicted_mean_us;
     let mut reasons = Vec::new();
     if limit_us.is_nan() || limit_us <= 0.0 {
         return reasons;
@@ -171,8 +178,8 @@ pub fn disturbance_reasons(ring_wait_us: f64, predicted_mean_us: f64, sched: Opt
     if ring_wait_us > limit_us {
         reasons.push(format!(
             "DISTURBED: the scheduler picked arrivals up {ring_wait_us:.2} us late on average (ring wait; the model picks them up at once), \
-             more than {:.0}% of the predicted mean latency {predicted_mean_us:.2} us{}",
-            AGREEMENT * 100.0,
+             more than {:.1}% of the predicted mean latency {predicted_mean_us:.2} us{}",
+            HARNESS_BUDGET * 100.0,
             sched.map_or(String::new(), |d| format!("; {}", why(d)))
         ));
     }
@@ -181,9 +188,9 @@ pub fn disturbance_reasons(ring_wait_us: f64, predicted_mean_us: f64, sched: Opt
         if residual_us > limit_us {
             reasons.push(format!(
                 "DISTURBED: {}; an arrival at a random instant waited {residual_us:.2} us on average for the next pass, \
-                 more than {:.0}% of the predicted mean latency {predicted_mean_us:.2} us",
+                 more than {:.1}% of the predicted mean latency {predicted_mean_us:.2} us",
                 why(d),
-                AGREEMENT * 100.0
+                HARNESS_BUDGET * 100.0
             ));
         }
     }
@@ -264,18 +271,22 @@ mod tests {
 
     #[test]
     fn a_late_pickup_or_a_stalled_scheduler_is_a_disturbance() {
-        // The issue's run: ring wait 12.9 us where 0.3 us is usual; predicted mean 40 us (limit 2 us).
+        // The issue's run: ring wait 12.9 us where 0.3 us is usual; predicted mean 40 us (limit 1 us).
         let quiet = sched_thread(20_000, 150.0, 2);
         assert!(disturbance_reasons(0.3, 40.0, Some(&quiet)).is_empty(), "switches alone are no reason");
         let r = disturbance_reasons(12.9, 40.0, Some(&quiet));
         assert_eq!(r.len(), 1);
         assert!(r[0].contains("12.90 us late") && r[0].contains("2 involuntary switches"), "{r:?}");
-        // One 3 ms stall in 1 s: residual 4.5 us > 2 us, even with no arrival caught in it.
+        // One 3 ms stall in 1 s: residual 4.5 us > 1 us, even with no arrival caught in it.
         let stalled = sched_thread(3_000_000, 4_500.0, 1);
         let r = disturbance_reasons(0.3, 40.0, Some(&stalled));
         assert!(r.len() == 1 && r[0].contains("3000.0 us") && r[0].contains("4.50 us on average"), "{r:?}");
-        // The limit scales with the prediction: the same stall is within 5% of a 100 us mean.
-        assert!(disturbance_reasons(0.3, 100.0, Some(&stalled)).is_empty());
+        // The limit scales with the prediction: the same stall is within 2.5% of a 200 us mean.
+        assert!(disturbance_reasons(0.3, 200.0, Some(&stalled)).is_empty());
+        // The quiet run that read 1.056: a 2.86 us pickup delay is 2.7% of its 105.4 us prediction.
+        let r = disturbance_reasons(2.86, 105.4, Some(&quiet));
+        assert!(r.len() == 1 && r[0].contains("2.86 us late") && r[0].contains("2.5%"), "{r:?}");
+        assert!(disturbance_reasons(2.6, 105.4, Some(&quiet)).is_empty(), "2.5% of 105.4 us is 2.635 us");
         // No prediction (NaN), no judgement.
         assert!(disturbance_reasons(12.9, f64::NAN, None).is_empty());
         // A run that did not keep up names the preemption when a gap exceeded a packet time.

@@ -255,6 +255,25 @@ impl Disturbance {
     }
 }
 
+/// Writes `--disturbance-csv`: one row per measuring thread of every run, in the order given.
+/// `run` names the run a row belongs to (an algorithm, `run 3`, a message size; the same for
+/// every row of a one-run command), then [`Disturbance::CSV_HEADER`]'s columns.
+pub fn write_csv<'a, I>(path: &std::path::Path, rows: I) -> anyhow::Result<()>
+where
+    I: IntoIterator<Item = (&'a str, &'a Disturbance)>,
+{
+    let mut header = vec!["run"];
+    header.extend(Disturbance::CSV_HEADER);
+    let mut c = crate::export::Csv::create(path, &header)?;
+    for (run, d) in rows {
+        let mut cells = vec![run.to_string()];
+        cells.extend(d.csv_cells());
+        c.row(&cells)?;
+    }
+    c.finish()?;
+    Ok(())
+}
+
 /// The human block for a set of threads: one indented line each.
 pub fn lines(threads: &[Disturbance]) -> String {
     let mut s = String::from("disturbance (per measuring thread, over its window):\n");
@@ -388,5 +407,21 @@ mod tests {
         let d = Probe::start(0).finish("x");
         assert_eq!(d.csv_cells().len(), Disturbance::CSV_HEADER.len());
         assert!(d.line().starts_with("x: "));
+    }
+
+    #[test]
+    fn the_csv_file_has_a_row_per_thread_under_its_run() {
+        let (a, b) = (Probe::start(0).finish("sched"), Probe::start(0).finish("client0"));
+        let dir = std::env::temp_dir().join(format!("schedlab-disturb-csv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.csv");
+        write_csv(&path, [("fifo", &a), ("sf", &b)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("run,thread,window_ns,"), "{text}");
+        assert!(lines[1].starts_with("fifo,sched,") && lines[2].starts_with("sf,client0,"), "{text}");
+        assert!(write_csv(&dir.join("no/such/dir/d.csv"), [("x", &a)]).is_err());
     }
 }
