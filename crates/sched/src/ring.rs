@@ -481,6 +481,11 @@ impl Consumer {
         self.stamps = on;
     }
 
+    /// Whether [`Consumer::take`] and [`Consumer::release`] write the scheduler's stamps.
+    pub fn stamps(&self) -> bool {
+        self.stamps
+    }
+
     /// Packets taken so far.
     pub fn taken(&self) -> u64 {
         self.cons
@@ -533,49 +538,53 @@ impl Consumer {
         }
     }
 
-    /// Packets in the message at the cursor, if the client had published it at the last
-    /// [`Consumer::ready`] (a peek: nothing is taken or stamped).
+    /// The message at the cursor, if the client had published it at the last [`Consumer::ready`]
+    /// and stamped it no later than `now` (a peek: nothing is taken or stamped; the entry is read
+    /// once, for both the caller's decision and [`Consumer::commit`]).
     #[inline]
-    pub fn peek_packets(&self) -> Option<u32> {
-        if self.cons >= self.tail {
+    pub fn peek(&self, now: u64) -> Option<Incoming> {
+        let pos = self.cons;
+        if pos >= self.tail {
             return None;
         }
-        // SAFETY: as in `take`: the entry is published and not yet marked; we only read it.
-        let c = self.ring.entry((self.cons & self.mask) as usize).with(|p| unsafe { *p });
-        Some(c.msg_len.max(1))
+        // SAFETY: `pos < tail` (Acquire) means the client wrote the entry and will not touch it
+        // until it sees our `done` mark.
+        let c = self.ring.entry((pos & self.mask) as usize).with(|p| unsafe { *p });
+        let n = c.msg_len.max(1);
+        // A message stamped after `now` waits for the next visit; `pos + n > tail` cannot happen
+        // (`tail` covers whole messages) and is refused for robustness.
+        if c.cli_enq > now || pos + u64::from(n) > self.tail {
+            return None;
+        }
+        Some(Incoming { pos, packets: n, len: c.len, cli_enq: c.cli_enq })
+    }
+
+    /// Takes `m`, which [`Consumer::peek`] just returned (the cursor moves past it), stamping
+    /// `now` as its scheduler enqueue time.
+    #[inline]
+    pub fn commit(&mut self, m: &Incoming, now: u64) {
+        debug_assert_eq!(m.pos, self.cons, "commit: not the message at the cursor");
+        if self.stamps {
+            for k in 0..u64::from(m.packets) {
+                // SAFETY: every slot of the message is published and not yet marked: the stamps
+                // are ours.
+                self.ring.sch[((m.pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
+            }
+        }
+        self.progress[(m.pos & self.mask) as usize] = 0;
+        self.cons = m.pos + u64::from(m.packets);
     }
 
     /// The next message, if the client had published it at the last [`Consumer::ready`] and
     /// stamped it no later than `now`; it is taken (the cursor moves past it) and stamped `now` as
     /// its scheduler enqueue time. (A message stamped after `now` stays for the next visit, so
     /// that `sch_enq >= cli_enq` always: the caller reads its clock after seeing the ring.)
+    /// [`Consumer::peek`] then [`Consumer::commit`].
     #[inline]
     pub fn take(&mut self, now: u64) -> Option<Incoming> {
-        let pos = self.cons;
-        if pos >= self.tail {
-            return None;
-        }
-        let idx = (pos & self.mask) as usize;
-        // SAFETY: `pos < tail` (Acquire) means the client wrote the entry and will not touch it
-        // until it sees our `done` mark.
-        let c = self.ring.entry(idx).with(|p| unsafe { *p });
-        if c.cli_enq > now {
-            return None;
-        }
-        let n = c.msg_len.max(1);
-        if pos + u64::from(n) > self.tail {
-            return None; // cannot happen (`tail` covers whole messages); kept for robustness
-        }
-        if self.stamps {
-            for k in 0..u64::from(n) {
-                // SAFETY: every slot of the message is published and not yet marked: the stamps
-                // are ours.
-                self.ring.sch[((pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
-            }
-        }
-        self.progress[idx] = 0;
-        self.cons = pos + u64::from(n);
-        Some(Incoming { pos, packets: n, len: c.len, cli_enq: c.cli_enq })
+        let m = self.peek(now)?;
+        self.commit(&m, now);
+        Some(m)
     }
 
     /// Releases the next packet of the message whose first packet is at `first` (taken with

@@ -62,6 +62,10 @@ pub struct Core<P> {
     next_idle: u128,
     fp_per_byte: Option<u128>,
     batch: usize,
+    /// Read the clock again for the release batch after a pass took packets: needed when the
+    /// release's time is recorded (`sch_deq` stamps, the trace); otherwise the visits' read
+    /// serves the link too (one clock read per pass).
+    fresh_release_read: bool,
     /// Packets inside the policy, the queue limits, and whether it is dropping (hysteresis).
     pending: u64,
     qmax: u64,
@@ -79,6 +83,7 @@ pub struct Core<P> {
 impl<P: Policy<Item>> Core<P> {
     pub fn new(policy: P, rings: Vec<Consumer>, bandwidth: Option<Bps>, batch: usize, trace: bool) -> Self {
         let n = rings.len();
+        let fresh_release_read = trace || rings.iter().any(Consumer::stamps);
         Core {
             policy,
             rings,
@@ -86,6 +91,7 @@ impl<P: Policy<Item>> Core<P> {
             // ps per byte in 2^-16 units: 8 bits * 1e12 ps * 65536 / bw.
             fp_per_byte: bandwidth.map(|b| ((8u128 * 1_000_000_000_000u128) << 16) / u128::from(b.0.max(1))),
             batch: batch.max(1),
+            fresh_release_read,
             pending: 0,
             qmax: u64::MAX,
             qmin: 0,
@@ -121,9 +127,10 @@ impl<P: Policy<Item>> Core<P> {
 
     /// One scheduler pass: take new messages from every ring, then release packets while the
     /// link is idle. `clock` is read once after the rings were seen non-empty (the visits'
-    /// `sch_enq`) and once before the release batch if anything was taken (the batch's `sch_deq`; otherwise the
-    /// last read serves); see the module documentation. Returns (packets taken + released, the
-    /// last clock value read).
+    /// `sch_enq`) and once before the release batch if anything was taken and the release's time
+    /// is recorded (the batch's `sch_deq` stamps, or the trace; otherwise the visits' read serves,
+    /// so a pass reads the clock once); see the module documentation. Returns (packets taken +
+    /// released, the last clock value read).
     ///
     /// `clock(ordered)`: with `ordered == false` (the visits' read) the read need not wait for the
     /// ring loads before it (`rdtsc`): a message stamped later than that read stays in its ring
@@ -151,12 +158,15 @@ impl<P: Policy<Item>> Core<P> {
             let mut fetched = false;
             // The link can send now: this pass's release batch will make room in the policy.
             let link_idle = self.fp_per_byte.is_none() || self.next_idle <= now_fp;
+            // One ring for the whole visit (one bounds check), and each message's entry read
+            // once (`peek`), for the queue-limit decision and the take (`commit`).
+            let ring = &mut self.rings[c];
             for _ in 0..VISIT {
-                let Some(n) = self.rings[c].peek_packets() else { break };
+                let Some(m) = ring.peek(now) else { break };
                 if self.full && self.pending <= self.qmin {
                     self.full = false;
                 }
-                if !self.full && self.pending + u64::from(n) > self.qmax {
+                if !self.full && self.pending + u64::from(m.packets) > self.qmax {
                     if link_idle {
                         // Over the limit only because this pass takes before it releases: leave
                         // the message in the ring for the next pass instead of dropping it.
@@ -166,7 +176,7 @@ impl<P: Policy<Item>> Core<P> {
                     self.full = true;
                     self.counters.qlimit_hits += 1;
                 }
-                let Some(m) = self.rings[c].take(now) else { break };
+                ring.commit(&m, now);
                 fetched = true;
                 work += m.packets as usize;
                 let was_empty = self.policy.is_empty();
@@ -191,7 +201,7 @@ impl<P: Policy<Item>> Core<P> {
                 };
                 if refused {
                     for _ in 0..m.packets {
-                        self.rings[c].release(m.pos, now, true);
+                        ring.release(m.pos, now, true);
                     }
                     self.sched_drops[c] += u64::from(m.packets);
                 } else {
@@ -200,9 +210,15 @@ impl<P: Policy<Item>> Core<P> {
             }
             self.counters.fetches += u64::from(fetched);
         }
-        // The release batch's stamp: a fresh read when this pass took packets (so that sch_deq
-        // measures the time spent in the policy), else the pass's only read.
-        let now = if work > 0 || last.is_none() { clock(true) } else { last.unwrap_or(0) };
+        // The release batch's stamp: a fresh read when this pass took packets and sch_deq is
+        // recorded (so that it measures the time spent in the policy), else the pass's only read.
+        // Without stamps the link's decisions use the visits' read: at most the take loop's
+        // duration earlier, which delays a release to a later pass but never changes the link's
+        // rate (a backlogged link's `next_idle` advances by packet costs, not by clock reads).
+        let now = match last {
+            Some(t) if work == 0 || !self.fresh_release_read => t,
+            _ => clock(true),
+        };
         let now_fp = (u128::from(now) * 1000) << 16;
         let mut released = 0;
         for _ in 0..self.batch {
