@@ -75,7 +75,10 @@ fn main() {
         core.counters.qlimit_deferred
     );
     if counted != pushed || dropped != 0 || core.released[0] != pushed {
-        eprintln!("drain: accounting FAILED: pushed {pushed}, counted {counted}, released {}, dropped {dropped}", core.released[0]);
+        eprintln!(
+            "drain: accounting FAILED: pushed {pushed}, counted {counted}, released {}, dropped {dropped}",
+            core.released[0]
+        );
         std::process::exit(1);
     }
 }
