@@ -134,7 +134,7 @@ impl<P: Policy<Item>> Core<P> {
     ///
     /// `clock(ordered)`: with `ordered == false` (the visits' read) the read need not wait for the
     /// ring loads before it (`rdtsc`): a message stamped later than that read stays in its ring
-    /// until the next visit (`Consumer::take` checks), so `sch_enq >= cli_enq` holds either way,
+    /// until the next visit (`Consumer::peek` checks), so `sch_enq >= cli_enq` holds either way,
     /// and the take loop's loads overlap the read. With `ordered == true` (the release batch's
     /// read) it must follow every earlier instruction, including that first read (`rdtscp`), so
     /// `sch_deq >= sch_enq`.
