@@ -125,7 +125,10 @@ fn predict_writes_a_row_per_thread_per_algorithm_run() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("w.txt"), "thread all\n100ms 8M 1500 dist:report poisson\n").unwrap();
     schedlab(d.path(), "predict")
-        .args("-t 1 -f w.txt -b 20M -q 100 -i 0 -c 0 --algs fifo,sf --repeat 2 --drain 20ms --json p.json --disturbance-csv d.csv".split(' '))
+        .args(
+            "-t 1 -f w.txt -b 20M -q 100 -i 0 -c 0 --algs fifo,sf --repeat 2 --drain 20ms --json p.json --disturbance-csv d.csv"
+                .split(' '),
+        )
         .assert()
         .success();
     let p = json(&d.path().join("p.json"));
@@ -143,7 +146,10 @@ fn predict_writes_a_row_per_thread_per_algorithm_run() {
 fn the_primitive_benchmarks_write_a_row_per_thread() {
     let _serial = serial();
     let d = tempfile::tempdir().unwrap();
-    schedlab(d.path(), "trylock").args("-n 2 -t 0.2 --no-pin --json t.json --disturbance-csv t.csv".split(' ')).assert().success();
+    schedlab(d.path(), "trylock")
+        .args("-n 2 -t 0.2 --no-pin --json t.json --disturbance-csv t.csv".split(' '))
+        .assert()
+        .success();
     let t = json(&d.path().join("t.json"));
     let mut workers: Vec<serde_json::Value> =
         t["run"]["workers"].as_array().unwrap().iter().map(|w| w["disturbance"].clone()).collect();
@@ -172,7 +178,8 @@ fn the_primitive_benchmarks_write_a_row_per_thread() {
 #[test]
 fn burst_writes_its_client_row() {
     let _serial = serial();
-    // A plain echo server in this process: burst only needs its bytes back.
+    // A plain echo server in this process: burst only needs its bytes back. A one-target run
+    // writes its target's fields, the disturbance among them, at the top level of the JSON.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
@@ -193,7 +200,7 @@ fn burst_writes_its_client_row() {
     let b = json(&d.path().join("b.json"));
     let r = rows(&d.path().join("b.csv"));
     assert_eq!(r.len(), 1);
-    assert_eq!(csv_threads(&r, "1"), from_json(&serde_json::json!([b["single"]["disturbance"]])));
+    assert_eq!(csv_threads(&r, "1"), from_json(&serde_json::json!([b["disturbance"]])));
 }
 
 #[test]

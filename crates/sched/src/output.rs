@@ -122,7 +122,6 @@ pub fn report(args: &Args, r: &RunResult, machine: MachineInfo, command: Vec<Str
     }
 }
 
-
 /// The human output: one line per client, the TOTAL line, the link and the placement.
 pub fn text(rep: &Report) -> String {
     let mut s = String::new();

@@ -174,7 +174,13 @@ pub fn summarise(runs: &[Report], reasons: &[Vec<String>]) -> Summary {
             let pick = |k: usize| -> Option<Spread> {
                 Spread::of(&per_kept.iter().filter_map(|f| f.get(i).map(|(_, v)| v[k])).collect::<Vec<f64>>())
             };
-            FlowSpread { flow: name.clone(), rate_mbps: pick(0), rate_mpps: pick(1), delay_p50_us: pick(2), delay_p99_us: pick(3) }
+            FlowSpread {
+                flow: name.clone(),
+                rate_mbps: pick(0),
+                rate_mpps: pick(1),
+                delay_p50_us: pick(2),
+                delay_p99_us: pick(3),
+            }
         })
         .collect();
     Summary {
@@ -309,7 +315,10 @@ mod tests {
         assert_eq!((m.median, m.min, m.max), (20.0, 19.0, 21.0));
         assert!((m.max_dev_pct - 5.0).abs() < 1e-9);
         let t = text(&s);
-        assert!(t.contains("3 runs (same seed): 2 kept, 1 set aside") && t.contains("run 2 set aside: scheduler thread stalled"), "{t}");
+        assert!(
+            t.contains("3 runs (same seed): 2 kept, 1 set aside") && t.contains("run 2 set aside: scheduler thread stalled"),
+            "{t}"
+        );
         assert!(run_line(2, 3, &runs[1], &reasons[1]).starts_with("run 2/3: set aside (scheduler"));
         let none = summarise(&runs[1..2], &reasons[1..2]);
         assert!(none.flows.iter().all(|f| f.rate_mbps.is_none()) && text(&none).contains("no run kept"));
