@@ -267,6 +267,10 @@ pub struct BurstArgs {
     /// Write configuration, machine, summary and every RTT as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write the client thread's disturbance (switches, migrations, longest loop gap) as one CSV
+    /// row (one thread visits every target).
+    #[arg(long, value_name = "FILE")]
+    disturbance_csv: Option<PathBuf>,
 }
 
 /// The client's cost as the typed result `schedlab.burst` records it.
@@ -335,6 +339,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
     })?;
     let thread = ThreadInfo::current();
     let mut first: Option<Summary> = None;
+    let mut disturbance = None;
     let mut targets = Vec::with_capacity(results.len());
     let interrupted = results.iter().any(|r| r.interrupted);
     for (i, (r, addr)) in results.into_iter().zip(&addrs).enumerate() {
@@ -371,6 +376,7 @@ fn burst(a: BurstArgs) -> Result<i32> {
         }
         if let Some(d) = r.disturbance.as_ref().filter(|_| i == 0) {
             eprintln!("disturbance {}", d.line());
+            disturbance = Some(d.clone());
         }
         let ratio_to_first = match &first {
             Some(f) if multi => {
@@ -416,6 +422,9 @@ fn burst(a: BurstArgs) -> Result<i32> {
             targets,
         };
         schedlab_report::export::write_json(p, &j)?;
+    }
+    if let Some(p) = &a.disturbance_csv {
+        schedlab_report::disturb::write_csv(p, disturbance.iter().map(|d| ("1", d)))?;
     }
     Ok(if interrupted { 130 } else { 0 })
 }

@@ -13,7 +13,7 @@ use schedlab_sched::harness::alg_error;
 use schedlab_sched::units::{parse_duration, Nanos};
 
 use crate::config::Config;
-use crate::output::{plot, text, write_json};
+use crate::output::{plot, text, write_disturbance_csv, write_json};
 use crate::run::{run_with, Finished};
 
 const HELP: &str = "\
@@ -48,6 +48,8 @@ Usage: schedlab predict [schedlab sched options] [--algs LIST] [--plot FILE.svg]
                   keep up, or disturbed: late pickup, stalled scheduler) are dropped and named,
                   the others give the median and spread of measured / predicted (default 1)
   --messages FILE, --trace-out FILE   as in schedlab sched (of the last algorithm run)
+  --disturbance-csv FILE   one row per measuring thread per run; its run column is the
+                  algorithm (ALG, or ALG#K for run K under --repeat)
 Everything else is schedlab sched's (see schedlab sched --help), e.g.
 
   schedlab predict -t 4 -f load50.txt -b 1G -q 1000 -i 0 -c 0 --algs fifo,alpha:10,sf --plot p.svg
@@ -238,6 +240,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     }
     if let Some(p) = &cfg.sched.json {
         write_json(p, &result)?;
+    }
+    if let Some(p) = &cfg.sched.disturbance_csv {
+        write_disturbance_csv(p, &result, cfg.repeat)?;
     }
     if let Some(p) = &opts.plot {
         plot(&result).write(p)?;

@@ -14,6 +14,15 @@ pub fn write_json(path: &Path, result: &Predict) -> anyhow::Result<()> {
     schedlab_report::export::write_json(path, result)
 }
 
+/// Writes `--disturbance-csv`: one row per measuring thread of every run, its `run` column the
+/// algorithm (`alpha:10`), or `alpha:10#3` for the third run under `--repeat` (`repeat` > 1).
+pub fn write_disturbance_csv(path: &Path, result: &Predict, repeat: usize) -> anyhow::Result<()> {
+    let names: Vec<String> =
+        result.runs.iter().map(|r| if repeat > 1 { format!("{}#{}", r.alg, r.repeat_run) } else { r.alg.clone() }).collect();
+    let rows = result.runs.iter().zip(&names).flat_map(|(r, n)| r.disturbance.iter().map(move |d| (n.as_str(), d)));
+    schedlab_report::disturb::write_csv(path, rows)
+}
+
 /// The human table of one run.
 pub fn text(r: &AlgRun) -> String {
     let mut s = format!(

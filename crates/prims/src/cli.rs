@@ -227,6 +227,10 @@ pub struct Common {
     /// write the result (with machine facts) as JSON to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// write one CSV row per measuring thread (run, thread, switches, migrations, longest loop
+    /// gap, ...) to FILE
+    #[arg(long, value_name = "FILE")]
+    disturbance_csv: Option<PathBuf>,
     /// measure even if pinning, a real-time priority or mlockall was refused (the output and the
     /// result then say what each thread really got)
     #[arg(long)]
@@ -307,6 +311,9 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
     }
     if let Some(p) = &a.common.json {
         check_writable(p, "--json")?;
+    }
+    if let Some(p) = &a.common.disturbance_csv {
+        check_writable(p, "--disturbance-csv")?;
     }
     // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
     schedlab_report::frontend::interrupt();
@@ -393,7 +400,7 @@ fn run_trylock(a: TrylockArgs) -> Result<i32> {
             }
         }
     }
-    print_disturbance(o, workers.iter().filter_map(|w| w.disturbance.as_ref()));
+    print_disturbance(o, &a.common, workers.iter().filter_map(|w| w.disturbance.as_ref()))?;
     finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| {
         results::trylock::Trylock::new(ctx, run.to_result())
     })
@@ -413,11 +420,21 @@ fn dump_samples(path: &Path, workers: &[trylock::WorkerResult]) -> Result<usize>
     Ok(n)
 }
 
-/// `# disturbance` lines: per measuring thread, switches, migrations, the longest loop gap.
-fn print_disturbance<'a>(o: Out, threads: impl IntoIterator<Item = &'a schedlab_report::disturb::Disturbance>) {
-    for d in threads {
+/// `# disturbance` lines: per measuring thread, switches, migrations, the longest loop gap; and
+/// `--disturbance-csv`, one row per thread (`run` is `1`: these commands make one run).
+fn print_disturbance<'a>(
+    o: Out,
+    common: &Common,
+    threads: impl IntoIterator<Item = &'a schedlab_report::disturb::Disturbance>,
+) -> Result<()> {
+    let threads: Vec<&schedlab_report::disturb::Disturbance> = threads.into_iter().collect();
+    for d in &threads {
         say!(o, "# disturbance {}", d.line());
     }
+    if let Some(path) = &common.disturbance_csv {
+        schedlab_report::disturb::write_csv(path, threads.iter().map(|d| ("1", *d)))?;
+    }
+    Ok(())
 }
 
 /// Common tail: degraded warnings, interrupted note, JSON (the typed result `make` builds from
@@ -509,7 +526,7 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         a.histfile.is_none() || a.sender_test,
         "--histfile needs test B (-S): test A takes no per-notification samples"
     );
-    for (what, p) in [("--json", &a.common.json), ("--histfile", &a.histfile)] {
+    for (what, p) in [("--json", &a.common.json), ("--histfile", &a.histfile), ("--disturbance-csv", &a.common.disturbance_csv)] {
         if let Some(p) = p {
             check_writable(p, what)?;
         }
@@ -604,7 +621,7 @@ fn run_notify(a: NotifyArgs) -> Result<i32> {
         write_histfile(path, &cols, a.hist_max_us)?;
         say!(o, "# histograms (1 us buckets: sender cost, wake-up latency) written to {}", path.display());
     }
-    print_disturbance(o, [&s.disturbance, &r.disturbance].into_iter().flatten());
+    print_disturbance(o, &a.common, [&s.disturbance, &r.disturbance].into_iter().flatten())?;
     finish(a.common.json.as_deref(), &clock, &run.threads, &[], run.interrupted, |ctx| {
         results::notify::Notify::new(ctx, run.to_result())
     })
@@ -774,7 +791,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
     };
     semtest::pair_cpus(&cfg, &cpus)?;
     anyhow::ensure!(iterations > 0, "-i 0: at least one iteration is needed");
-    for (what, p) in [("--json", &a.common.json), ("--histfile", &a.histfile)] {
+    for (what, p) in [("--json", &a.common.json), ("--histfile", &a.histfile), ("--disturbance-csv", &a.common.disturbance_csv)] {
         if let Some(p) = p {
             check_writable(p, what)?;
         }
@@ -918,7 +935,7 @@ fn run_semtest(a: SemtestArgs) -> Result<i32> {
         write_histfile(path, &cols, a.hist_max_us)?;
         say!(o, "# histogram (1 us buckets, one column per pair) written to {}", path.display());
     }
-    print_disturbance(o, run.pairs.iter().flat_map(|p| [&p.marco_disturbance, &p.polo_disturbance]));
+    print_disturbance(o, &a.common, run.pairs.iter().flat_map(|p| [&p.marco_disturbance, &p.polo_disturbance]))?;
     let extra: Vec<String> = run.mlock.error.iter().cloned().collect();
     finish(a.common.json.as_deref(), &clock, &run.threads, &extra, run.interrupted, |ctx| {
         results::semtest::Semtest::new(ctx, run.to_result())

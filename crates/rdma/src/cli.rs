@@ -95,6 +95,10 @@ pub struct BenchArgs {
     /// Also write the result (with machine and thread facts) as JSON
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write the measuring thread's disturbance (switches, migrations, longest loop gap) as one
+    /// CSV row
+    #[arg(long, value_name = "FILE")]
+    disturbance_csv: Option<PathBuf>,
 }
 
 /// How two concurrent flows shared the link (the seed's method, and more).
@@ -229,7 +233,12 @@ fn check_outputs(a: &BenchArgs) -> Result<()> {
             bail!("--json {} is the sidecar of -o (it gets the flow's metadata): choose another --json name", j.display());
         }
     }
-    let files = [("-o", a.out.as_deref()), ("the -o sidecar", side.as_deref()), ("--json", a.json.as_deref())];
+    let files = [
+        ("-o", a.out.as_deref()),
+        ("the -o sidecar", side.as_deref()),
+        ("--json", a.json.as_deref()),
+        ("--disturbance-csv", a.disturbance_csv.as_deref()),
+    ];
     for (what, path) in files {
         if let Some(p) = path.filter(|p| p.as_os_str() != "-") {
             record::check_writable(p).with_context(|| format!("{what} file {} cannot be written", p.display()))?;
@@ -284,6 +293,9 @@ fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
     }
     if let Some(path) = &a.json {
         write_json(path, res)?;
+    }
+    if let Some(path) = &a.disturbance_csv {
+        schedlab_report::disturb::write_csv(path, res.disturbance.iter().map(|d| ("1", d)))?;
     }
     res.print(out)?;
     Ok(())

@@ -1,18 +1,16 @@
-//! `schedlab sched`: turns argv into the harness's configuration (through [`crate::config`]),
-//! runs the harness, prints one line per client and a TOTAL line, and writes the timestamp files
-//! and the JSON report.
+//! `schedlab sched`: argv -> the harness's configuration (through [`crate::config`]); the run
+//! ([`crate::harness::run`]), the judge of `--repeat` ([`crate::repeat`]) and the writers
+//! ([`crate::output`]) are the library's.
 
 use std::ffi::OsString;
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use schedlab_report::machine::online_cpus;
-use schedlab_report::results::sched::{self as sched_result, Sched, SchedClient, SchedSchema};
 use schedlab_report::MachineInfo;
 
 use crate::config::{load, parse_argv, write_message_files, write_timestamps, Args};
-use crate::harness::{message_level, run, DistCost, RunResult, SchedCounters};
-use crate::units::{human, Bps};
+use crate::harness::run;
+use crate::output::{bench_policy_pairs, config_line, report, text, write_disturbance_csv, write_json, Report};
 
 const HELP: &str = "\
 schedlab sched — the real multi-threaded scheduler harness
@@ -56,6 +54,15 @@ Client options:
                         its first packet, sch_enq of its first, sch_deq and cli_deq of its last
                         (ns), dropped (1 if some packet was refused or it was not delivered)
   --trace-out FILE      the arrivals in 'schedlab sim --trace' format (TIME_ns LENGTH CLIENT)
+  --repeat N            run the configuration N times (same seed): one line per run, then per
+                        client and in total the median, min, max and largest deviation from the
+                        median of Mb/s, Mpps and delay p50/p99 over the runs kept; a run is set
+                        aside as disturbed when the scheduler thread stalled longer than a ring
+                        fills at its offered rate, or a client longer than its ring's packets
+                        take to pass (docs/guide/disturbance.md); --json then writes every run
+                        and the summary (schedlab.sched-repeat/1); files of the last run
+  --disturbance-csv FILE   one row per measuring thread per run (run, thread, switches,
+                        migrations, longest loop gap, ...)
 
 Scheduler options (after --):
   -flowsets W:L:N,...   N flows of weight W and maximum packet length L bytes, numbered
@@ -127,46 +134,65 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     let cfg = &args.cfg;
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
-    outln!(
-        "config: {} client(s){}, traffic {}, queue {} pkts, link {}, -i {} -c {}, batch {}, alg {} (label {}){}, {} flows, -qmax {} -qmin {}{}{}, seed {}",
-        cfg.threads,
-        if cfg.active < cfg.threads { format!(" ({} active, -k)", cfg.active) } else { String::new() },
-        args.traffic_source,
-        cfg.queue,
-        cfg.bandwidth.map_or("unlimited".into(), |b| b.to_string()),
-        cfg.sched_poll,
-        cfg.client_poll,
-        cfg.batch,
-        cfg.alg.name(),
-        cfg.alg.label(),
-        if message_level(&cfg.alg) { " (a burst is one message)" } else { "" },
-        cfg.flows.len(),
-        cfg.qmax,
-        cfg.qmin,
-        if cfg.distributed { format!(", distributed (-D, lock {}, notify {})", cfg.lock, cfg.notify) } else { String::new() },
-        cfg.duration_cap.map_or(String::new(), |d| format!(", capped at {d}")),
-        cfg.seed,
-    );
+    outln!("{}", config_line(&args));
     // The named workloads the traffic draws from, with their reading and provenance.
     for w in cfg.traffic.workloads() {
         outln!("{w}");
     }
-    let r = run(cfg, interrupt.flag())?;
-    let report = report(&args, &r, machine);
+    let command: Vec<String> = std::env::args().collect();
+    let n = args.repeat;
+    let (mut reports, mut reasons) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for k in 1..=n {
+        let r = run(cfg, interrupt.flag())?;
+        let rep = report(&args, &r, machine.clone(), command.clone());
+        if n > 1 {
+            let why = crate::repeat::judge(cfg, &rep);
+            write!(std::io::stdout(), "{}", crate::repeat::run_line(k, n, &rep, &why)).context("writing to stdout")?;
+            reasons.push(why);
+        }
+        reports.push(rep);
+        let stop = r.interrupted;
+        last = Some(r);
+        if stop {
+            break;
+        }
+    }
+    let r = last.expect("--repeat is at least 1");
+    let rep = reports.last().expect("one report per run");
     // Files first, so that a closed stdout (`| head`) cannot lose them.
     let files = if cfg.ts_limit > 0 { write_timestamps(&args.prefix, &r.clients)? } else { Vec::new() };
+    let summary = (n > 1).then(|| crate::repeat::summarise(&reports, &reasons));
     if let Some(path) = &args.json {
-        schedlab_report::export::write_json(path, &report)?;
+        match &summary {
+            Some(s) => write_json(
+                path,
+                &crate::repeat::Repeat {
+                    schema: crate::repeat::SCHEMA.to_string(),
+                    runs: reports.clone(),
+                    reasons: reasons.clone(),
+                    summary: s.clone(),
+                },
+            )?,
+            None => write_json(path, rep)?,
+        }
+    }
+    if let Some(path) = &args.disturbance_csv {
+        write_disturbance_csv(path, &reports.iter().collect::<Vec<&Report>>())?;
     }
     write_message_files(&args, &r)?;
     if r.interrupted {
         outln!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
     }
-    write!(std::io::stdout(), "{}", text(&report)).context("writing to stdout")?;
+    match &summary {
+        Some(s) => write!(std::io::stdout(), "{}", crate::repeat::text(s)).context("writing to stdout")?,
+        None => write!(std::io::stdout(), "{}", text(rep)).context("writing to stdout")?,
+    }
     if cfg.ts_limit > 0 {
         let truncated: u64 = r.clients.iter().map(|c| c.timestamps_truncated).sum();
         outln!(
-            "timestamps: {} ({} records{})",
+            "timestamps{}: {} ({} records{})",
+            if n > 1 { " (the last run)" } else { "" },
             files.join(", "),
             r.clients.iter().map(|c| c.timestamps.len()).sum::<usize>(),
             if truncated > 0 { format!("; {truncated} later packets not logged, raise --ts-limit") } else { String::new() }
@@ -175,244 +201,13 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     Ok(if r.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
 }
 
-/// The JSON report: the typed result kind `schedlab.sched` (see `schedlab_report::results::sched`).
-pub type Report = Sched;
-
-fn counters(k: SchedCounters) -> sched_result::SchedCounters {
-    let SchedCounters { idle_passes, early_passes, fetches, publishes, qlimit_drops, qlimit_hits, qlimit_deferred } = k;
-    sched_result::SchedCounters { idle_passes, early_passes, fetches, publishes, qlimit_drops, qlimit_hits, qlimit_deferred }
-}
-
-fn dist_cost(d: DistCost) -> sched_result::DistCost {
-    let DistCost {
-        trylock_busy,
-        trylock_free,
-        handovers,
-        sleeps,
-        wakeups,
-        notifies,
-        trylock_sampled,
-        trylock_avg_ns,
-        notify_avg_ns,
-        trylock_total_s,
-        notify_total_s,
-    } = d;
-    sched_result::DistCost {
-        trylock_busy,
-        trylock_free,
-        handovers,
-        sleeps,
-        wakeups,
-        notifies,
-        trylock_sampled,
-        trylock_avg_ns,
-        notify_avg_ns,
-        trylock_total_s,
-        notify_total_s,
-    }
-}
-
-/// Builds the JSON report of a run.
-fn report(args: &Args, r: &RunResult, machine: MachineInfo) -> Report {
-    let secs = r.elapsed.secs().max(1e-9);
-    let mut all = schedlab_report::Hist::new();
-    let clients: Vec<SchedClient> = r
-        .clients
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            all.merge(&c.delay);
-            SchedClient {
-                client: i,
-                generated_pkts: c.generated,
-                transmitted_pkts: c.transmitted,
-                ring_full_drops: c.ring_drops,
-                sched_drops: c.sched_drops,
-                queued_at_stop_pkts: c.queued_at_stop,
-                bits: c.bits,
-                rate_bps: c.bits as f64 / secs,
-                rate_pps: c.transmitted as f64 / secs,
-                delay_us: c.delay.summary(1000.0),
-                sched_passes_run: c.sched_passes,
-                mark_polls: c.mark_polls,
-                active: c.active,
-                requested_cpu: c.requested_cpu,
-                pin_error: c.pin_error.clone(),
-                thread: c.thread.clone(),
-            }
-        })
-        .collect();
-    let total_bits: u64 = clients.iter().map(|c| c.bits).sum();
-    let total_pkts: u64 = clients.iter().map(|c| c.transmitted_pkts).sum();
-    let cfg = &args.cfg;
-    let achieved = total_bits as f64 / secs;
-    Sched {
-        schema: SchedSchema,
-        machine,
-        command: std::env::args().collect(),
-        traffic: args.traffic_source.clone(),
-        workloads: args.cfg.traffic.workloads(),
-        seed: cfg.seed,
-        threads: cfg.threads,
-        queue_pkts: cfg.queue,
-        alg: cfg.alg.name(),
-        label: cfg.alg.label(),
-        flows: cfg.flows.len(),
-        link_nominal_bps: cfg.bandwidth.map(|b| b.0),
-        link_achieved_bps: achieved,
-        link_utilisation: cfg.bandwidth.map(|b| achieved / b.0 as f64),
-        sched_poll_ns: cfg.sched_poll.0,
-        client_poll_ns: cfg.client_poll.0,
-        batch: cfg.batch,
-        distributed: cfg.distributed,
-        elapsed_s: r.elapsed.secs(),
-        clock: r.clock.to_string(),
-        interrupted: r.interrupted,
-        scheduler_thread: r.scheduler_thread.clone(),
-        scheduler_requested_cpu: cfg.sched_cpu,
-        scheduler_pin_error: r.sched_pin_error.clone(),
-        scheduler_passes: r.sched.passes.saturating_sub(r.client_passes),
-        client_sched_passes: r.client_passes,
-        counters: counters(r.sched.counters),
-        qmax_pkts: cfg.qmax,
-        qmin_pkts: cfg.qmin,
-        active_clients: cfg.active,
-        lock: cfg.distributed.then(|| cfg.lock.to_string()),
-        notify: cfg.distributed.then(|| cfg.notify.to_string()),
-        distributed_cost: cfg.distributed.then_some(dist_cost(r.dist)),
-        cpus_available: online_cpus(),
-        total_pkts,
-        total_bits,
-        total_rate_pps: total_pkts as f64 / secs,
-        total_rate_bps: achieved,
-        total_drops: clients.iter().map(|c| c.ring_full_drops + c.sched_drops).sum(),
-        total_delay_us: all.summary(1000.0),
-        disturbance: r.disturbance(),
-        clients,
-    }
-}
-
-/// The human output: one line per client, the TOTAL line, the link and the placement.
-pub fn text(rep: &Report) -> String {
-    let mut s = String::new();
-    for c in &rep.clients {
-        let d = &c.delay_us;
-        let place = match (&c.pin_error, c.requested_cpu) {
-            (Some(e), _) => format!("cpu {}, NOT pinned: {e}", c.thread.cpu),
-            (None, Some(r)) => format!("cpu {}, pinned to {r}, allowed {:?}", c.thread.cpu, c.thread.allowed_cpus),
-            (None, None) => format!("cpu {}, not pinned", c.thread.cpu),
-        };
-        let place = if c.active { place } else { format!("{place}; inactive (-k)") };
-        s += &format!(
-                "client {:>3}: {:>12} bits {:>14} {:>10} pkts {:>13} {:>9} drops  delay us avg {:.1} p50 {:.1} p99 {:.1} max {:.1}  ({})\n",
-                c.client,
-                c.bits,
-                human(c.rate_bps, "b/s"),
-                c.transmitted_pkts,
-                human(c.rate_pps, "pps"),
-                c.ring_full_drops + c.sched_drops,
-                d.mean,
-                d.p50,
-                d.p99,
-                d.max,
-                place,
-            );
-    }
-    s += &format!(
-        "TOTAL: {} bits {} {} pkts {:.3} Mpps {} drops  delay us p50 {:.1} p99 {:.1} max {:.1}  in {:.3} s\n",
-        rep.total_bits,
-        human(rep.total_rate_bps, "b/s"),
-        rep.total_pkts,
-        rep.total_rate_pps / 1e6,
-        rep.total_drops,
-        rep.total_delay_us.p50,
-        rep.total_delay_us.p99,
-        rep.total_delay_us.max,
-        rep.elapsed_s,
-    );
-    s += &match rep.link_nominal_bps {
-        Some(n) => format!(
-            "link: nominal {}, achieved {} ({:.1}% of nominal)\n",
-            Bps(n),
-            human(rep.link_achieved_bps, "b/s"),
-            100.0 * rep.link_utilisation.unwrap_or(0.0)
-        ),
-        None => format!("link: unlimited (no -b), achieved {}\n", human(rep.link_achieved_bps, "b/s")),
-    };
-    let placement = match (&rep.scheduler_thread, &rep.scheduler_pin_error) {
-        (_, Some(e)) => format!("NOT pinned ({e})"),
-        (Some(t), None) => {
-            format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
-        }
-        (None, None) => "unknown".into(),
-    };
-    let k = &rep.counters;
-    s += &format!(
-            "scheduler: {placement}, {} passes by the scheduler thread, {} by clients ({} idle, {} with the link busy), {} fetches, {} publishes\n",
-            rep.scheduler_passes, rep.client_sched_passes, k.idle_passes, k.early_passes, k.fetches, k.publishes
-        );
-    let secs = rep.elapsed_s.max(1e-9);
-    let polls: u64 = rep.clients.iter().map(|c| c.mark_polls).sum();
-    s += &format!(
-            "STATS: client mark polls {:.3e} Hz, sch_pub {:.3e} Hz, sch_fetch {:.3e} Hz; queue limit -qmax {} -qmin {}: reached {} times, {} packets dropped, {} visits deferred (link idle)\n",
-            polls as f64 / secs,
-            k.publishes as f64 / secs,
-            k.fetches as f64 / secs,
-            rep.qmax_pkts,
-            rep.qmin_pkts,
-            k.qlimit_hits,
-            k.qlimit_drops,
-            k.qlimit_deferred
-        );
-    s += &schedlab_report::disturb::lines(&rep.disturbance);
-    if let Some(d) = &rep.distributed_cost {
-        s += &format!(
-                "distributed (-D, lock {}, notify {}): {} client passes; try-locks {} busy / {} free, {} hand-overs, {} sleeps, {} wake-ups, {} notifies\n",
-                rep.lock.as_deref().unwrap_or("?"),
-                rep.notify.as_deref().unwrap_or("?"),
-                rep.client_sched_passes,
-                d.trylock_busy,
-                d.trylock_free,
-                d.handovers,
-                d.sleeps,
-                d.wakeups,
-                d.notifies
-            );
-        s += &format!(
-                "  cost: try-lock {:.1} ns avg ({} of 1 in {} timed) = {:.3} ms in try-locks; notify {:.0} ns avg = {:.3} ms in notify calls\n",
-                d.trylock_avg_ns,
-                d.trylock_sampled,
-                crate::harness::TRYLOCK_SAMPLE,
-                d.trylock_total_s * 1e3,
-                d.notify_avg_ns,
-                d.notify_total_s * 1e3
-            );
-    }
-    s
-}
-
 fn bench_main(args: &Args) -> Result<i32> {
     let machine = MachineInfo::collect();
     outln!("{}", machine.line());
-    outln!("policy cost: ns per enqueue+dequeue pair with N backlogged flows (single thread)");
-    let pairs = 200_000u64;
-    let mut rows = Vec::new();
-    for alg in crate::bench::algorithms() {
-        let mut line = format!("  {:<18}", alg.name());
-        for flows in [1usize, 16, 1024] {
-            let ns = crate::bench::pair_ns(&alg, flows, pairs);
-            line += &format!("  {flows:>5} flows {ns:>7.1} ns");
-            rows.push(serde_json::json!({"alg": alg.name(), "label": alg.label(), "flows": flows, "pair_ns": ns}));
-        }
-        outln!("{line}");
-    }
-    outln!(
-        "throughput: measured against the original sched, same run, alternating, medians: \
-         scripts/sched-crosscheck.sh (see the README); single-run figures on a shared machine are noise"
-    );
+    let rows = bench_policy_pairs(|l| writeln!(std::io::stdout(), "{l}")).context("writing to stdout")?;
     if let Some(path) = &args.json {
         let v = serde_json::json!({ "machine": machine, "policy_pairs": rows });
-        schedlab_report::export::write_json(path, &v)?;
+        write_json(path, &v)?;
     }
     Ok(0)
 }

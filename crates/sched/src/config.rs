@@ -29,6 +29,10 @@ pub struct Args {
     pub messages: Option<PathBuf>,
     /// `--trace-out FILE`: the arrivals in `sim --trace` format.
     pub trace_out: Option<PathBuf>,
+    /// `--repeat N`: the configuration run N times with the same seed (at least 1).
+    pub repeat: usize,
+    /// `--disturbance-csv FILE`: one row per measuring thread per run.
+    pub disturbance_csv: Option<PathBuf>,
 }
 
 fn value<'a>(it: &mut impl Iterator<Item = &'a String>, opt: &str, inline: Option<&'a str>) -> Result<&'a str> {
@@ -55,6 +59,7 @@ const MAX_QUEUE: usize = 1 << 20;
 const MAX_BATCH: usize = 1 << 20;
 const MAX_TS_LIMIT: usize = 10_000_000;
 const MAX_QLIMIT: u64 = 1 << 32;
+const MAX_REPEAT: usize = 10_000;
 
 /// `W:L:N,...` -> one `FlowWeight` per flow.
 pub fn parse_flowsets(s: &str) -> Result<Vec<FlowWeight>> {
@@ -110,6 +115,9 @@ pub struct Argv {
     pub seed: u64,
     pub messages: Option<PathBuf>,
     pub trace_out: Option<PathBuf>,
+    /// `--repeat N` (1: one run; `schedlab predict` takes its own `--repeat` before this parser).
+    pub repeat: usize,
+    pub disturbance_csv: Option<PathBuf>,
 }
 
 /// `0,2-3,5` -> `[0, 2, 3, 5]` (order kept, duplicates refused).
@@ -176,6 +184,8 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
     let mut seed = 1u64;
     let mut messages = None;
     let mut trace_out = None;
+    let mut repeat = 1usize;
+    let mut disturbance_csv = None;
     let mut flowsets: Option<Vec<FlowWeight>> = None;
     let mut alg_name = "fifo".to_string();
     let mut alpha = None;
@@ -289,6 +299,8 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
             }
             "--messages" => messages = Some(PathBuf::from(value(&mut it, opt, inline)?)),
             "--trace-out" => trace_out = Some(PathBuf::from(value(&mut it, opt, inline)?)),
+            "--disturbance-csv" => disturbance_csv = Some(PathBuf::from(value(&mut it, opt, inline)?)),
+            "--repeat" => repeat = parse_count(value(&mut it, opt, inline)?, opt, "the number of runs", MAX_REPEAT)?,
             "--ts-limit" => {
                 let v = value(&mut it, opt, inline)?;
                 ts_limit = v.parse().with_context(|| format!("--ts-limit '{v}': give a number of records"))?;
@@ -353,6 +365,8 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<Argv>> {
         seed,
         messages,
         trace_out,
+        repeat,
+        disturbance_csv,
     }))
 }
 
@@ -434,7 +448,17 @@ pub fn load(a: Argv) -> Result<Args> {
         seed: a.seed,
         messages: a.messages.is_some() || a.trace_out.is_some(),
     };
-    Ok(Args { cfg, traffic_source, prefix: a.prefix, json: a.json, bench: a.bench, messages: a.messages, trace_out: a.trace_out })
+    Ok(Args {
+        cfg,
+        traffic_source,
+        prefix: a.prefix,
+        json: a.json,
+        bench: a.bench,
+        messages: a.messages,
+        trace_out: a.trace_out,
+        repeat: a.repeat,
+        disturbance_csv: a.disturbance_csv,
+    })
 }
 
 /// `--messages` and `--trace-out`.

@@ -18,7 +18,11 @@
 //! - [`config`]: the seed's command line verbatim as a library: argv -> [`config::Argv`], the
 //!   traffic program loaded -> [`config::Args`] (the harness [`harness::Config`]), the files a run
 //!   writes; used by `schedlab sched`, `schedlab predict` and the fuzz targets;
-//! - [`cli`]: `schedlab sched`: argv -> [`config::Args`], the run, the printed and JSON report.
+//! - [`output`]: the writers of a run: the typed report (`schedlab.sched/1`), the human text,
+//!   the JSON and `--disturbance-csv` files, `--bench`'s policy cost table;
+//! - [`repeat`]: `--repeat N`: the rule that sets a disturbed run aside (from the rings' fill
+//!   and pass times), the summary over the kept runs;
+//! - [`cli`]: `schedlab sched`: argv -> [`config::Args`], then the library's run and writers.
 //!
 //! - [`clock`]: the harness's clock (`CLOCK_MONOTONIC` nanoseconds, read with `rdtscp` where the
 //!   kernel keeps time with the TSC).
@@ -30,6 +34,8 @@ pub mod clock;
 pub mod config;
 pub mod harness;
 pub mod messages;
+pub mod output;
+pub mod repeat;
 pub mod ring;
 pub mod traffic;
 pub mod units;

@@ -2,7 +2,6 @@
 //! time as a parameter (a clock closure), so tests drive it with a synthetic clock and no threads.
 
 use schedlab_policy::{Message, Policy};
-use serde::Serialize;
 
 use super::Item;
 use crate::ring::Consumer;
@@ -32,27 +31,9 @@ pub enum TraceEvent {
     },
 }
 
-/// The scheduler's counters (the original's `check_idle`, `stat_early`, `sch_fetch`, `sch_pub`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct SchedCounters {
-    /// Passes that neither took nor released a packet.
-    pub idle_passes: u64,
-    /// Passes that ended with packets queued but the emulated link still busy.
-    pub early_passes: u64,
-    /// Ring visits that took at least one message.
-    pub fetches: u64,
-    /// Release batches: passes that marked at least one packet for the clients.
-    pub publishes: u64,
-    /// Packets dropped because the policy held `-qmax` packets (part of `sched_drops`).
-    pub qlimit_drops: u64,
-    /// Times the queue limit was reached with the link busy (the scheduler then dropped until
-    /// `-qmin`).
-    pub qlimit_hits: u64,
-    /// Ring visits cut short because the next message would have passed the queue limit while
-    /// the link was idle: the pass releases before it takes again, so the message waits in its
-    /// ring (the original takes at most a cache line per client per pass and never gets there).
-    pub qlimit_deferred: u64,
-}
+/// The scheduler's counters (the original's `check_idle`, `stat_early`, `sch_fetch`, `sch_pub`):
+/// the report's type, filled in place (one type from the pass to the JSON).
+pub use schedlab_report::results::sched::SchedCounters;
 
 /// The scheduler's state: the policy, the consumer ends, the link.
 pub struct Core<P> {

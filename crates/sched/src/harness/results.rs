@@ -3,37 +3,14 @@
 use schedlab_report::disturb::Disturbance;
 use schedlab_report::machine::ThreadInfo;
 use schedlab_report::Hist;
-use serde::Serialize;
 
 use super::{SchedCounters, TraceEvent};
 use crate::messages::MsgRecord;
 use crate::units::Nanos;
 
-/// What distributed mode (`-D`) cost: the try-lock and notification traffic.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct DistCost {
-    /// Clients' try-locks that found the scheduler role held by someone else.
-    pub trylock_busy: u64,
-    /// Clients' try-locks that took the role (each then ran one pass).
-    pub trylock_free: u64,
-    /// Times the role changed hands between different threads (scheduler thread and clients).
-    pub handovers: u64,
-    /// Times the scheduler thread went to sleep, leaving the role to the clients.
-    pub sleeps: u64,
-    /// Times the scheduler thread woke up with a notification (not at the end of the run).
-    pub wakeups: u64,
-    /// Notifications clients sent to wake it.
-    pub notifies: u64,
-    /// Mean time of one try-lock call, from one timed call in every [`TRYLOCK_SAMPLE`](super::TRYLOCK_SAMPLE) (ns; the
-    /// timing includes one clock read).
-    pub trylock_sampled: u64,
-    pub trylock_avg_ns: f64,
-    /// Mean time of one notify call, every call timed (ns).
-    pub notify_avg_ns: f64,
-    /// Time spent in try-lock calls, estimated from the samples, and in notify calls (s).
-    pub trylock_total_s: f64,
-    pub notify_total_s: f64,
-}
+/// What distributed mode (`-D`) cost: the try-lock and notification traffic; the report's type,
+/// filled in by the run (one type from the harness to the JSON).
+pub use schedlab_report::results::sched::DistCost;
 
 /// One timestamp record (the six fields of the timestamp files).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
