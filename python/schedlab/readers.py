@@ -56,10 +56,12 @@ SCHEMAS: dict[str, tuple[int, str]] = {
     "schedlab.burst": (1, "burst.schema.json"),
     "schedlab.echo-bench": (1, "echo-bench.schema.json"),
     "schedlab.notify": (1, "notify.schema.json"),
+    "schedlab.rdma": (1, "rdma.schema.json"),
     "schedlab.rdma-share": (1, "rdma-share.schema.json"),
     "schedlab.predict": (1, "predict.schema.json"),
     "schedlab.sched": (1, "sched.schema.json"),
     "schedlab.semtest": (1, "semtest.schema.json"),
+    "schedlab.sim": (1, "sim.schema.json"),
     "schedlab.sweep-row": (1, "sweep-row.schema.json"),
     "schedlab.trylock": (1, "trylock.schema.json"),
 }

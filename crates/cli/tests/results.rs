@@ -11,6 +11,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use schedlab_report::results::echo_bench::{EchoBench, EchoBenchSchema};
 use schedlab_report::results::predict::{Predict, PredictSchema};
+use schedlab_report::results::rdma::Rdma;
 use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
 use schedlab_report::results::sweep_row::{SweepRow, SweepRowSchema};
 use schedlab_report::results::{kind_named, read, Kind, ResultError, KINDS};
@@ -102,6 +103,8 @@ fn echo_bench_round_trip() {
     page_reads(&file, "TCP echo latency matrix");
 }
 
+const SIM_TITLE: &str = "Simulation (alpha scheduling report)";
+
 /// One way to write a result kind: the kind's name, the page section's title, and a function
 /// that runs the real command in a folder and returns the file it wrote.
 struct Producer {
@@ -187,6 +190,61 @@ fn predict_file(dir: &Path) -> PathBuf {
     json_of(dir, "p.json", &[&a[..], &["--algs", "fifo,sf", "--drain", "50ms"]].concat())
 }
 
+/// One emulated `schedlab rdma` flow on a free port: the server's and the client's `--json`
+/// files. The server says where it listens on its first line; its file is complete once it exits.
+fn rdma_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let (srv_json, cli_json) = (dir.join("rdma-server.json"), dir.join("rdma-client.json"));
+    let common = ["--backend", "emulated", "-n", "20", "-s", "4096", "-e"];
+    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .args(["rdma", "-p", "0", "--bind", "127.0.0.1"])
+        .args(common)
+        .arg("--json")
+        .arg(&srv_json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let port = first
+        .split("connect on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    schedlab()
+        .current_dir(dir)
+        .args(["rdma", "127.0.0.1", "-p", &port.to_string(), "-o", "flow.txt"])
+        .args(common)
+        .arg("--json")
+        .arg(&cli_json)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    // Drain the server's output so it never blocks on a full pipe, then wait for it to exit.
+    std::io::copy(&mut out, &mut std::io::sink()).unwrap();
+    assert!(server.wait().unwrap().success(), "the rdma server failed");
+    (srv_json, cli_json)
+}
+
+/// The rdma JSON spells the operation and the polling mode as the `-o` sidecar (and the seed) do.
+#[test]
+fn rdma_json_spells_op_and_poll_as_the_sidecar() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client) = rdma_pair(dir.path());
+    let side = load(&dir.path().join("flow.txt.json"));
+    for file in [&server, &client] {
+        let v = load(file);
+        assert_eq!((&v["op"], &v["poll"]), (&Value::from("WRITE"), &Value::from("event")), "{}", file.display());
+        assert_eq!((&v["op"], &v["poll"]), (&side["op"], &side["poll"]), "{}: the sidecar says {side}", file.display());
+    }
+    let r: Rdma = read(&load(&client)).expect("the typed reader reads the client's result");
+    assert_eq!((r.role.as_str(), r.completed, r.bytes), ("client", 20, 4096));
+    assert!(r.bw_avg_gbps > 0.0 && r.lat_us.count == 20, "{} Gbit/s, {} latencies", r.bw_avg_gbps, r.lat_us.count);
+}
+
 /// The first row of a one-cell sweep's `.jsonl` table, as a file of its own.
 fn sweep_row_file(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("s.toml"), "traffic = [50]\nstrategies = [\"FIFO\"]\npackets = \"10k\"\n").unwrap();
@@ -242,6 +300,41 @@ fn producers() -> Vec<Producer> {
         Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_file },
         Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_targets_file },
         Producer { kind: "schedlab.predict", title: "Measured vs predicted: fifo, sf", write: predict_file },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| json_of(d, "sim.json", &["sim", "-t", "50,80", "--packets", "20k", "-a", "RR',FIFO,10,SF", "--quiet"]),
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| {
+                let a = ["sim", "-t", "60", "--packets", "20k", "-a", "FIFO,SF", "--replications", "2", "--compare", "SF"];
+                json_of(d, "sim-reps.json", &[&a[..], &["--warmup", "auto", "--classic", "--quiet"]].concat())
+            },
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| {
+                json_of(
+                    d,
+                    "sim-w4.json",
+                    &["sim", "-t", "60", "--packets", "20k", "--workload", "w4", "-a", "FIFO,SF", "--quiet"],
+                )
+            },
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| {
+                let a = ["sim", "-t", "70", "--packets", "20k", "--closed", "4", "-a", "prio,track:1:100,drr", "--quiet"];
+                json_of(d, "sim-closed.json", &[&a[..], &["--msg-alpha", "1:50,100:50", "--in-order"]].concat())
+            },
+        },
+        // One end of an rdma flow: the page shows two flows' share (rdma share), not one end.
+        Producer { kind: "schedlab.rdma", title: "", write: |d| rdma_pair(d).0 },
+        Producer { kind: "schedlab.rdma", title: "", write: |d| rdma_pair(d).1 },
         // A sweep row is one line of a .jsonl table; the page reads sweep tables, not single rows.
         Producer { kind: "schedlab.sweep-row", title: "", write: sweep_row_file },
     ]

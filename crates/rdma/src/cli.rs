@@ -283,7 +283,7 @@ fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
         }
     }
     if let Some(path) = &a.json {
-        write_json(path, res)?;
+        write_json(path, &res.to_result())?;
     }
     res.print(out)?;
     Ok(())
