@@ -243,8 +243,11 @@ mod tests {
 
     /// A `sim --json` result with one level whose strategies have these `by_len` rows (`len`,
     /// bucket `(high, pct_high)`, count, mean and p99 slowdown), read through the typed reader.
-    fn sim_result(workload: Option<&str>, strategies: &[(&str, &[(u32, Option<(u32, f64)>, u64, f64, f64)])]) -> Sim {
-        let lat = |&(len, b, count, mean, p99): &(u32, Option<(u32, f64)>, u64, f64, f64)| {
+    /// One `by_len` row: length, bucket `(high, pct_high)`, count, mean and p99 slowdown.
+    type Row = (u32, Option<(u32, f64)>, u64, f64, f64);
+
+    fn sim_result(workload: Option<&str>, strategies: &[(&str, &[Row])]) -> Sim {
+        let lat = |&(len, b, count, mean, p99): &Row| {
             let mut l = serde_json::json!({"len": len, "count": count, "mean_tu": 1.0, "ci95_tu": null, "p50_tu": 1.0,
                 "p99_tu": 1.0, "max_tu": 1.0, "slowdown_mean": mean, "slowdown_p50": null, "slowdown_p99": p99});
             if let Some((high, pct)) = b {

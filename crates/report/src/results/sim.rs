@@ -323,6 +323,10 @@ pub struct AlphaChosen {
     pub max: f64,
 }
 
+/// One strategy's row of a `>>` block: listing α, queue length (packets), packets out, per-length
+/// mean latencies in length order (time units), avlat (time units); null for NaN.
+pub type CheckpointRow = (Option<f64>, Option<f64>, u64, Vec<Option<f64>>, Option<f64>);
+
 /// One `>>` block of the listing: cumulative state at a report time.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -331,9 +335,8 @@ pub struct Checkpoint {
     #[schemars(with = "super::NullableF64")]
     pub time_tu: f64,
     pub packets_in: u64,
-    /// Per strategy: listing α, queue length (packets), packets out, per-length mean latencies
-    /// in length order (time units), avlat (time units); null for NaN.
-    pub rows: Vec<(Option<f64>, Option<f64>, u64, Vec<Option<f64>>, Option<f64>)>,
+    /// One row per strategy.
+    pub rows: Vec<CheckpointRow>,
     /// Closed loop: arrival packets of each row's own sample path (absent: `packets_in` for all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub row_packets_in: Vec<u64>,
