@@ -56,10 +56,12 @@ SCHEMAS: dict[str, tuple[int, str]] = {
     "schedlab.burst": (1, "burst.schema.json"),
     "schedlab.echo-bench": (1, "echo-bench.schema.json"),
     "schedlab.notify": (1, "notify.schema.json"),
+    "schedlab.rdma": (1, "rdma.schema.json"),
     "schedlab.rdma-share": (1, "rdma-share.schema.json"),
     "schedlab.predict": (1, "predict.schema.json"),
     "schedlab.sched": (1, "sched.schema.json"),
     "schedlab.semtest": (1, "semtest.schema.json"),
+    "schedlab.sim": (1, "sim.schema.json"),
     "schedlab.sweep-row": (1, "sweep-row.schema.json"),
     "schedlab.trylock": (1, "trylock.schema.json"),
 }
@@ -210,6 +212,33 @@ def read_rdma_share_json(path: PathLike, table: Literal["flows", "windows"] = "f
         raise ValueError(f"table {table!r}: use 'flows' or 'windows'")
     common = {"backend": d.get("backend"), "jain_overall": d.get("jain"), "window_us": d.get("window_us")}
     return _rows(d[table], common)
+
+
+def read_sim_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab sim --json FILE``: one row per (traffic level, strategy, message length) of the
+    runs the report's tables show (``len`` 0 is all messages together; with a named workload a row
+    is a size bucket, ``bucket_*``), with the level's ``traffic_pct`` and ``seed`` and the
+    strategy's ``label`` and ``listing_alpha``. Times are in time units (``_tu``)."""
+    d = _load(path)
+    if not isinstance(d, dict) or "runs" not in d:
+        raise ValueError(f"{path}: not a `schedlab sim --json` file (no 'runs')")
+    validate(d, "schedlab.sim", path)
+    rows = []
+    for run in d["runs"]:
+        for s in run["strategies"]:
+            common = {"traffic_pct": run["traffic_pct"], "seed": run["seed"], "label": s["label"], "listing_alpha": s["listing_alpha"]}
+            rows.extend({**common, **_flatten(x)} for x in [*s["by_len"], s["overall"]])
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def read_rdma_json(path: PathLike) -> pl.DataFrame:
+    """``schedlab rdma ... --json FILE`` (either end of one flow): one row, nested objects
+    flattened (``lat_us_p50``, ``local_qp_qpn``, ``machine_hostname``, ...)."""
+    d = _load(path)
+    if not isinstance(d, dict) or "bw_avg_gbps" not in d:
+        raise ValueError(f"{path}: not a `schedlab rdma --json` file (no 'bw_avg_gbps')")
+    validate(d, "schedlab.rdma", path)
+    return pl.DataFrame([_scalars(d)], infer_schema_length=None)
 
 
 def read_predict_json(path: PathLike, table: Literal["rows", "runs", "summaries"] = "rows") -> pl.DataFrame:

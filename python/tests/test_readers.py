@@ -115,6 +115,25 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
         + ["--algs", "fifo,sf", "--json", "p.json"],
         tmp_path,
     )
+    run([schedlab_bin, "sim", "-t", "60", "--packets", "20k", "-a", "FIFO,SF", "--replications", "2", "--compare", "SF"]
+        + ["--quiet", "--json", "sim.json"], tmp_path)
+    # One emulated rdma flow on a free port: the server says where it listens on its first line,
+    # and its result file is complete once it exits.
+    common = ["--backend", "emulated", "-n", "20", "-s", "4096", "-e"]
+    rdma_server = subprocess.Popen(
+        [schedlab_bin, "rdma", "-p", "0", "--bind", "127.0.0.1", *common, "--json", "rdma-server.json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        first = rdma_server.stdout.readline() if rdma_server.stdout else ""
+        port = first.split("connect on ")[1].split()[0].rsplit(":", 1)[1]
+        run([schedlab_bin, "rdma", "127.0.0.1", "-p", port, *common, "-o", "flow.txt", "--json", "rdma.json"], tmp_path)
+        if rdma_server.stdout:
+            rdma_server.stdout.read()
+        assert rdma_server.wait(timeout=60) == 0
+    finally:
+        rdma_server.kill()
+        rdma_server.wait()
     (tmp_path / "s.toml").write_text('traffic = [50]\nstrategies = ["FIFO", 10]\npackets = "10k"\n')
     run([schedlab_bin, "sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"], tmp_path)
     run([schedlab_bin, "sweep", "merge", "t.jsonl", "--out", "t.csv"], tmp_path)
@@ -128,6 +147,8 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
         "schedlab.burst": tmp_path / "burst.json",
         "schedlab.predict": tmp_path / "p.json",
         "schedlab.sweep-row": tmp_path / "t.jsonl",
+        "schedlab.sim": tmp_path / "sim.json",
+        "schedlab.rdma": tmp_path / "rdma.json",
     }
 
 
@@ -181,6 +202,20 @@ def test_results_validate_against_committed_schemas(schedlab_bin: str, tmp_path:
     burst = schedlab.read_burst_json(written["schedlab.burst"])
     assert burst.height == 1 and burst["rtt_us_count"][0] == 10 and burst["size_bytes"][0] == 4096
     assert "rtt_samples_us" not in burst.columns
+    sim = json.loads(written["schedlab.sim"].read_text())
+    assert [s["label"] for s in sim["runs"][0]["strategies"]] == ["FIFO", "SF"] and len(sim["replications"]) == 2
+    sim_rows = readers.read_sim_json(written["schedlab.sim"])
+    overall = sim_rows.filter(pl.col("len") == 0)
+    assert overall["label"].to_list() == ["FIFO", "SF"]
+    assert overall["mean_tu"].to_list() == [s["overall"]["mean_tu"] for s in sim["runs"][0]["strategies"]]
+    rdma_row = readers.read_rdma_json(written["schedlab.rdma"])
+    assert rdma_row.height == 1 and rdma_row["lat_us_count"][0] == 20 and rdma_row["role"][0] == "client"
+    rdma = json.loads(written["schedlab.rdma"].read_text())
+    side = json.loads((tmp_path / "flow.txt.json").read_text())
+    assert (rdma["op"], rdma["poll"]) == (side["op"], side["poll"]) == ("WRITE", "event")
+    schedlab.validate(json.loads((tmp_path / "rdma-server.json").read_text()), "schedlab.rdma", "rdma-server.json")
+    with pytest.raises(ValueError, match="field op"):
+        schedlab.validate(dict(rdma, op="Write"), "schedlab.rdma", "old.json")
     with pytest.raises(ValueError, match="not a tagged schedlab result"):
         (tmp_path / "untagged.json").write_text('{"clients": []}')
         schedlab.read_result(tmp_path / "untagged.json")

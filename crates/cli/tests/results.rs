@@ -9,9 +9,10 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command;
-use schedlab_report::results::echo_bench::{EchoBench, EchoBenchSchema};
-use schedlab_report::results::predict::{Predict, PredictSchema};
-use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
+use schedlab_report::results::echo_bench::EchoBench;
+use schedlab_report::results::predict::Predict;
+use schedlab_report::results::rdma::Rdma;
+use schedlab_report::results::rdma_share::RdmaShare;
 use schedlab_report::results::sweep_row::{SweepRow, SweepRowSchema};
 use schedlab_report::results::{kind_named, read, Kind, ResultError, KINDS};
 use serde_json::Value;
@@ -43,64 +44,7 @@ fn page_reads(file: &Path, title: &str) {
     assert!(!page.contains("cannot be read as its kind"), "the page could not read {}", file.display());
 }
 
-#[test]
-fn rdma_share_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let head = "# schedlab-rdma backend=EMULATED op=WRITE bytes=65536 count=3 poll=event\nTask_cnt\tTime(us)\t\tLatency\n";
-    std::fs::write(dir.path().join("a.txt"), format!("{head}1\t\t10.00\t\t9.50\n2\t\t20.00\t\t9.60\n3\t\t30.00\t\t9.70\n"))
-        .unwrap();
-    std::fs::write(dir.path().join("b.txt"), format!("{head}1\t\t15.00\t\t14.50\n2\t\t30.00\t\t14.60\n3\t\t45.00\t\t14.70\n"))
-        .unwrap();
-    let json = dir.path().join("share.json");
-    schedlab()
-        .current_dir(dir.path())
-        .args(["rdma", "share", "a.txt", "b.txt", "--json"])
-        .arg(&json)
-        .timeout(Duration::from_secs(30))
-        .assert()
-        .success();
-    let v = load(&json);
-    assert_eq!(v["schema"], RdmaShareSchema::TAG);
-    assert_eq!(committed_tag::<RdmaShare>(), RdmaShareSchema::TAG);
-    let r: RdmaShare = read(&v).expect("the page's reader reads what rdma share wrote");
-    assert_eq!([r.flows[0].name.as_str(), r.flows[1].name.as_str()], ["A", "B"]);
-    assert!((r.flows[0].gbps - 52.4288).abs() < 1e-9, "{}", r.flows[0].gbps);
-    assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
-    page_reads(&json, "RDMA two-flow share");
-
-    // Another version, or a missing field, is said plainly.
-    let mut v2 = v.clone();
-    v2["schema"] = "schedlab.rdma-share/2".into();
-    assert!(matches!(read::<RdmaShare>(&v2), Err(ResultError::OtherVersion { version: 1, .. })));
-    let mut v3 = v.clone();
-    v3.as_object_mut().unwrap().remove("windows");
-    let e = read::<RdmaShare>(&v3).unwrap_err();
-    assert!(e.to_string().contains("windows"), "{e}");
-    assert!(matches!(read::<EchoBench>(&v), Err(ResultError::OtherKind { .. })));
-}
-
-#[test]
-fn echo_bench_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("bench");
-    schedlab()
-        .args(["echo-bench", "--modes", "naive", "--sizes", "1B", "--rounds", "20", "--warmup", "2", "--peer", "none"])
-        .arg("--no-busy-poll")
-        .arg("--out")
-        .arg(&out)
-        .timeout(Duration::from_secs(60))
-        .assert()
-        .success();
-    let file = out.join("results.json");
-    let v = load(&file);
-    assert_eq!(v["schema"], EchoBenchSchema::TAG);
-    assert_eq!(committed_tag::<EchoBench>(), EchoBenchSchema::TAG);
-    let r: EchoBench = read(&v).expect("the page's reader reads what echo-bench wrote");
-    assert_eq!(r.rows.len(), 1);
-    assert_eq!((r.rows[0].mode.as_str(), r.rows[0].size_bytes, r.rows[0].rtt_us.count), ("naive", 1, 20));
-    assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
-    page_reads(&file, "TCP echo latency matrix");
-}
+const SIM_TITLE: &str = "Simulation (alpha scheduling report)";
 
 /// One way to write a result kind: the kind's name, the page section's title, and a function
 /// that runs the real command in a folder and returns the file it wrote.
@@ -108,6 +52,40 @@ struct Producer {
     kind: &'static str,
     title: &'static str,
     write: fn(&Path) -> PathBuf,
+    /// What this producer's result must hold beyond its type (`|_| {}`: nothing more).
+    check: fn(&Value),
+}
+
+/// Two emulated flows of three 64 KiB messages, A every 10 µs and B every 15 µs: A finishes first
+/// at 30 µs, when it has moved 3 × 65536 × 8 bits, 52.4288 Gbit/s.
+fn rdma_share_check(v: &Value) {
+    let r: RdmaShare = read(v).unwrap();
+    assert_eq!([r.flows[0].name.as_str(), r.flows[1].name.as_str()], ["A", "B"]);
+    assert!((r.flows[0].gbps - 52.4288).abs() < 1e-9, "{}", r.flows[0].gbps);
+    // Another version is said plainly, and a missing field by name.
+    let mut v2 = v.clone();
+    v2["schema"] = "schedlab.rdma-share/2".into();
+    assert!(matches!(read::<RdmaShare>(&v2), Err(ResultError::OtherVersion { version: 1, .. })));
+    let mut v3 = v.clone();
+    v3.as_object_mut().unwrap().remove("windows");
+    let e = read::<RdmaShare>(&v3).unwrap_err();
+    assert!(e.to_string().contains("windows"), "{e}");
+}
+
+fn echo_bench_check(v: &Value) {
+    let r: EchoBench = read(v).unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!((r.rows[0].mode.as_str(), r.rows[0].size_bytes, r.rows[0].rtt_us.count), ("naive", 1, 20));
+}
+
+fn predict_check(v: &Value) {
+    let r: Predict = read(v).unwrap();
+    assert_eq!(r.seed, 3);
+    assert_eq!(r.runs.iter().map(|x| x.alg.as_str()).collect::<Vec<_>>(), ["fifo", "sf"]);
+    for run in &r.runs {
+        assert_eq!(run.rows.last().map(|x| x.len_pkts), Some(0), "{}: the last row is all lengths", run.alg);
+        assert!(run.order_check.is_some_and(|o| o.harness_pkts > 0), "{}", run.alg);
+    }
 }
 
 /// Runs `schedlab ARGS --json FILE` in `dir` and returns FILE.
@@ -187,6 +165,61 @@ fn predict_file(dir: &Path) -> PathBuf {
     json_of(dir, "p.json", &[&a[..], &["--algs", "fifo,sf", "--drain", "50ms"]].concat())
 }
 
+/// One emulated `schedlab rdma` flow on a free port: the server's and the client's `--json`
+/// files. The server says where it listens on its first line; its file is complete once it exits.
+fn rdma_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let (srv_json, cli_json) = (dir.join("rdma-server.json"), dir.join("rdma-client.json"));
+    let common = ["--backend", "emulated", "-n", "20", "-s", "4096", "-e"];
+    let mut server = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .args(["rdma", "-p", "0", "--bind", "127.0.0.1"])
+        .args(common)
+        .arg("--json")
+        .arg(&srv_json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let port = first
+        .split("connect on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    schedlab()
+        .current_dir(dir)
+        .args(["rdma", "127.0.0.1", "-p", &port.to_string(), "-o", "flow.txt"])
+        .args(common)
+        .arg("--json")
+        .arg(&cli_json)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    // Drain the server's output so it never blocks on a full pipe, then wait for it to exit.
+    std::io::copy(&mut out, &mut std::io::sink()).unwrap();
+    assert!(server.wait().unwrap().success(), "the rdma server failed");
+    (srv_json, cli_json)
+}
+
+/// The rdma JSON spells the operation and the polling mode as the `-o` sidecar (and the seed) do.
+#[test]
+fn rdma_json_spells_op_and_poll_as_the_sidecar() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client) = rdma_pair(dir.path());
+    let side = load(&dir.path().join("flow.txt.json"));
+    for file in [&server, &client] {
+        let v = load(file);
+        assert_eq!((&v["op"], &v["poll"]), (&Value::from("WRITE"), &Value::from("event")), "{}", file.display());
+        assert_eq!((&v["op"], &v["poll"]), (&side["op"], &side["poll"]), "{}: the sidecar says {side}", file.display());
+    }
+    let r: Rdma = read(&load(&client)).expect("the typed reader reads the client's result");
+    assert_eq!((r.role.as_str(), r.completed, r.bytes), ("client", 20, 4096));
+    assert!(r.bw_avg_gbps > 0.0 && r.lat_us.count == 20, "{} Gbit/s, {} latencies", r.bw_avg_gbps, r.lat_us.count);
+}
+
 /// The first row of a one-cell sweep's `.jsonl` table, as a file of its own.
 fn sweep_row_file(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("s.toml"), "traffic = [50]\nstrategies = [\"FIFO\"]\npackets = \"10k\"\n").unwrap();
@@ -206,44 +239,104 @@ fn sweep_row_file(dir: &Path) -> PathBuf {
 /// `every_kind_has_a_producer`.
 fn producers() -> Vec<Producer> {
     vec![
-        Producer { kind: "schedlab.rdma-share", title: "RDMA two-flow share", write: rdma_share_file },
-        Producer { kind: "schedlab.echo-bench", title: "TCP echo latency matrix", write: echo_bench_file },
+        Producer { kind: "schedlab.rdma-share", title: "RDMA two-flow share", write: rdma_share_file, check: rdma_share_check },
+        Producer {
+            kind: "schedlab.echo-bench",
+            title: "TCP echo latency matrix",
+            write: echo_bench_file,
+            check: echo_bench_check,
+        },
         Producer {
             kind: "schedlab.sched",
             title: "Scheduler harness",
             write: |d| json_of(d, "sched.json", &["sched", "-t", "2", "-d", "0.2", "-p", "ts-"]),
+            check: |_| {},
         },
         Producer {
             kind: "schedlab.sched",
             title: "Scheduler harness",
             write: |d| json_of(d, "sched-d.json", &["sched", "-t", "2", "-d", "0.2", "-b", "20M", "-D", "-p", "tsd-"]),
+            check: |_| {},
         },
         Producer {
             kind: "schedlab.trylock",
             title: "trylock: ",
             write: |d| json_of(d, "trylock.json", &["trylock", "-n", "2", "-F", "-t", "0.02"]),
+            check: |_| {},
         },
         Producer {
             kind: "schedlab.trylock",
             title: "trylock: ",
             write: |d| json_of(d, "trylock-a.json", &["trylock", "-n", "2", "-t", "0.02"]),
+            check: |_| {},
         },
         Producer {
             kind: "schedlab.notify",
             title: "notify: ",
             write: |d| json_of(d, "notify.json", &["notify", "-S", "-n", "1", "--gap-us", "5"]),
+            check: |_| {},
         },
-        Producer { kind: "schedlab.notify", title: "notify: ", write: |d| json_of(d, "notify-a.json", &["notify", "-n", "5"]) },
+        Producer {
+            kind: "schedlab.notify",
+            title: "notify: ",
+            write: |d| json_of(d, "notify-a.json", &["notify", "-n", "5"]),
+            check: |_| {},
+        },
         Producer {
             kind: "schedlab.semtest",
             title: "semtest: ",
             write: |d| json_of(d, "semtest.json", &["semtest", "-i", "200", "--interval", "0"]),
+            check: |_| {},
         },
-        Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_file },
-        Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_targets_file },
-        Producer { kind: "schedlab.predict", title: "Measured vs predicted: fifo, sf", write: predict_file },
+        Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_file, check: |_| {} },
+        Producer { kind: "schedlab.burst", title: "TCP echo bursts", write: burst_targets_file, check: |_| {} },
+        Producer {
+            kind: "schedlab.predict",
+            title: "Measured vs predicted: fifo, sf",
+            write: predict_file,
+            check: predict_check,
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| json_of(d, "sim.json", &["sim", "-t", "50,80", "--packets", "20k", "-a", "RR',FIFO,10,SF", "--quiet"]),
+            check: |_| {},
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| {
+                let a = ["sim", "-t", "60", "--packets", "20k", "-a", "FIFO,SF", "--replications", "2", "--compare", "SF"];
+                json_of(d, "sim-reps.json", &[&a[..], &["--warmup", "auto", "--classic", "--quiet"]].concat())
+            },
+            check: |_| {},
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| {
+                json_of(
+                    d,
+                    "sim-w4.json",
+                    &["sim", "-t", "60", "--packets", "20k", "--workload", "w4", "-a", "FIFO,SF", "--quiet"],
+                )
+            },
+            check: |_| {},
+        },
+        Producer {
+            kind: "schedlab.sim",
+            title: SIM_TITLE,
+            write: |d| {
+                let a = ["sim", "-t", "70", "--packets", "20k", "--closed", "4", "-a", "prio,track:1:100,drr", "--quiet"];
+                json_of(d, "sim-closed.json", &[&a[..], &["--msg-alpha", "1:50,100:50", "--in-order"]].concat())
+            },
+            check: |_| {},
+        },
+        // One end of an rdma flow: the page shows two flows' share (rdma share), not one end.
+        Producer { kind: "schedlab.rdma", title: "", write: |d| rdma_pair(d).0, check: |_| {} },
+        Producer { kind: "schedlab.rdma", title: "", write: |d| rdma_pair(d).1, check: |_| {} },
         // A sweep row is one line of a .jsonl table; the page reads sweep tables, not single rows.
-        Producer { kind: "schedlab.sweep-row", title: "", write: sweep_row_file },
+        Producer { kind: "schedlab.sweep-row", title: "", write: sweep_row_file, check: |_| {} },
     ]
 }
 
@@ -282,6 +375,7 @@ fn every_kind_round_trips_through_the_typed_reader_and_the_page() {
         assert_eq!(committed, serde_json::from_str::<Value>(&(k.schema)()).unwrap(), "{}: committed schema is stale", k.file);
         let again = (k.reread)(&v).unwrap_or_else(|e| panic!("{}: the typed reader refuses what the command wrote: {e}", p.kind));
         assert_eq!(again, v, "{}: reading and writing again changes the result", p.kind);
+        (p.check)(&v);
         if !p.title.is_empty() {
             page_reads(&file, p.title);
         }
@@ -295,34 +389,6 @@ fn every_kind_round_trips_through_the_typed_reader_and_the_page() {
             assert!(matches!((other.reread)(&v), Err(ResultError::OtherKind { .. })), "{} reads as {}", p.kind, other.name);
         }
     }
-}
-
-#[test]
-fn predict_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.txt"), "thread all\n100ms 6M 1500 dist:report poisson\n").unwrap();
-    let json = dir.path().join("p.json");
-    schedlab()
-        .current_dir(dir.path())
-        .args(["predict", "-t", "2", "-f", "w.txt", "-b", "20M", "-q", "200", "-i", "0", "-c", "0", "--seed", "3"])
-        .args(["--algs", "fifo,sf", "--drain", "50ms", "--json"])
-        .arg(&json)
-        .timeout(Duration::from_secs(120))
-        .assert()
-        .success();
-    let v = load(&json);
-    assert_eq!(v["schema"], PredictSchema::TAG);
-    assert_eq!(committed_tag::<Predict>(), PredictSchema::TAG);
-    let r: Predict = read(&v).expect("the page's reader reads what predict wrote");
-    assert_eq!(r.seed, 3);
-    assert_eq!(r.runs.iter().map(|x| x.alg.as_str()).collect::<Vec<_>>(), ["fifo", "sf"]);
-    for run in &r.runs {
-        assert_eq!(run.rows.last().map(|x| x.len_pkts), Some(0), "{}: the last row is all lengths", run.alg);
-        assert!(run.order_check.is_some_and(|o| o.harness_pkts > 0), "{}", run.alg);
-    }
-    assert_eq!(serde_json::to_value(&r).unwrap(), v, "reading and writing again changes nothing");
-    page_reads(&json, "Measured vs predicted: fifo, sf");
-    assert!(matches!(read::<RdmaShare>(&v), Err(ResultError::OtherKind { .. })));
 }
 
 #[test]

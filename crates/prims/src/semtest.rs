@@ -119,13 +119,8 @@ pub struct PairResult {
     pub polo_disturbance: Disturbance,
 }
 
-/// Mean and median of per-pair values (the original's "usvg" and "middle").
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
-pub struct Global {
-    pub value_us: f64,
-    pub avg_us: f64,
-    pub middle_us: f64,
-}
+/// Mean and median of per-pair values (the original's "usvg" and "middle"): the result type's.
+pub use schedlab_report::results::semtest::Global;
 
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
@@ -150,7 +145,6 @@ impl SemtestRun {
     pub fn to_result(&self) -> results::semtest::SemtestRun {
         use results::semtest as t;
         let c = &self.config;
-        let global = |g: &Global| t::Global { value_us: g.value_us, avg_us: g.avg_us, middle_us: g.middle_us };
         t::SemtestRun {
             config: t::SemtestConfig {
                 pairs: c.pairs,
@@ -189,8 +183,8 @@ impl SemtestRun {
                     polo_disturbance: p.polo_disturbance.clone(),
                 })
                 .collect(),
-            max_global: global(&self.max_global),
-            min_global: global(&self.min_global),
+            max_global: self.max_global,
+            min_global: self.min_global,
             all_lat_us: self.all_lat_us,
             duration_s: self.duration_s,
             interrupted: self.interrupted,

@@ -132,15 +132,8 @@ pub struct TrylockRun {
     pub interrupted: bool,
 }
 
-/// Distributions of every worker's samples together, ns (each sample includes one clock read).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct AllThreads {
-    pub busy_ns: Summary,
-    pub free_ns: Summary,
-    pub post_ns: Summary,
-    /// Free tries that took a lock another thread had just released.
-    pub free_handover_ns: Summary,
-}
+/// Every worker's samples together, ns: the result type's.
+pub use schedlab_report::results::trylock::TrylockAll as AllThreads;
 
 impl TrylockRun {
     /// The run as the typed result `schedlab.trylock` records it.
@@ -183,12 +176,7 @@ impl TrylockRun {
             alloc_cpu_got: self.alloc_cpu_got,
             threads: self.threads.iter().map(ThreadGot::to_result).collect(),
             workers: self.workers.iter().map(w).collect(),
-            all: results::trylock::TrylockAll {
-                busy_ns: self.all.busy_ns,
-                free_ns: self.all.free_ns,
-                post_ns: self.all.post_ns,
-                free_handover_ns: self.all.free_handover_ns,
-            },
+            all: self.all.clone(),
             interrupted: self.interrupted,
         }
     }

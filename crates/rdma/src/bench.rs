@@ -15,10 +15,10 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use thiserror::Error;
 
 use schedlab_report::disturb::{Disturbance, Probe};
+use schedlab_report::results::rdma::{Rdma, RdmaSchema};
 use schedlab_report::{Hist, MachineInfo, Summary, ThreadInfo};
 
 use crate::backend::{self, BackendError, BackendKind, Completion, Endpoint, EndpointConfig, SendWr, WcStatus};
@@ -155,8 +155,8 @@ fn check_hello(cfg: &BenchConfig, line: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One run's outcome at either end.
-#[derive(Clone, Debug, Serialize)]
+/// One run's outcome at either end ([`RunResult::to_result`] is what `--json` writes).
+#[derive(Clone, Debug)]
 pub struct RunResult {
     /// `EMULATED` or `VERBS`.
     pub backend: String,
@@ -188,7 +188,7 @@ pub struct RunResult {
     /// What disturbed the measuring thread over its message loop: switches, migrations, the
     /// longest gap between two completions it took.
     pub disturbance: Option<Disturbance>,
-    #[serde(skip)]
+    /// Every message's completion, for the `-o` file (not in the JSON result).
     pub records: Vec<MsgRecord>,
 }
 
@@ -201,6 +201,35 @@ impl RunResult {
             bytes: Some(u64::from(self.bytes)),
             count: Some(self.iterations),
             poll: Some(self.poll.name().into()),
+        }
+    }
+
+    /// The typed result `--json` writes (`schedlab.rdma/1`).
+    pub fn to_result(&self) -> Rdma {
+        Rdma {
+            schema: RdmaSchema,
+            backend: self.backend.clone(),
+            role: self.role.clone(),
+            op: self.op.into(),
+            poll: self.poll.into(),
+            device: self.device.clone(),
+            bytes: self.bytes,
+            iterations: self.iterations,
+            completed: self.completed,
+            elapsed_s: self.elapsed_s,
+            bw_avg_gbps: self.bw_avg_gbps,
+            bw_peak_gbps: self.bw_peak_gbps,
+            msg_rate_mpps: self.msg_rate_mpps,
+            lat_us: self.lat_us,
+            post_us: self.post_us,
+            rx_depth: self.rx_depth,
+            local_qp: self.local_qp.into(),
+            remote_qp: self.remote_qp.into(),
+            interrupted: self.interrupted,
+            failure: self.failure.clone(),
+            machine: self.machine.clone(),
+            thread: self.thread.clone(),
+            disturbance: self.disturbance.clone(),
         }
     }
 

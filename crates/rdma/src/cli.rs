@@ -292,7 +292,7 @@ fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
         }
     }
     if let Some(path) = &a.json {
-        write_json(path, res)?;
+        write_json(path, &res.to_result())?;
     }
     if let Some(path) = &a.disturbance_csv {
         schedlab_report::disturb::write_csv(path, res.disturbance.iter().map(|d| ("1", d)))?;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
+use schedlab_report::results::rdma::{RdmaOp, RdmaPoll, RdmaQp};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -23,6 +24,7 @@ pub enum ParseError {
 
 /// The RDMA operation each work request performs (`-O`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Op {
     /// RDMA WRITE into the server's registered buffer; the server sees no completion.
     Write,
@@ -71,6 +73,17 @@ impl Op {
     /// True when the receiver must pre-post receives (and sees one completion per message).
     pub fn needs_receives(self) -> bool {
         matches!(self, Op::WriteImm | Op::Send)
+    }
+}
+
+impl From<Op> for RdmaOp {
+    fn from(op: Op) -> RdmaOp {
+        match op {
+            Op::Write => RdmaOp::Write,
+            Op::Read => RdmaOp::Read,
+            Op::WriteImm => RdmaOp::WriteImm,
+            Op::Send => RdmaOp::Send,
+        }
     }
 }
 
@@ -140,6 +153,7 @@ impl FromStr for MsgSize {
 
 /// How completions are waited for (`-e`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PollMode {
     /// Spin on the completion queue (the default).
     Busy,
@@ -154,6 +168,21 @@ impl PollMode {
             PollMode::Busy => "busy",
             PollMode::Event => "event",
         }
+    }
+}
+
+impl From<PollMode> for RdmaPoll {
+    fn from(p: PollMode) -> RdmaPoll {
+        match p {
+            PollMode::Busy => RdmaPoll::Busy,
+            PollMode::Event => RdmaPoll::Event,
+        }
+    }
+}
+
+impl From<QpInfo> for RdmaQp {
+    fn from(q: QpInfo) -> RdmaQp {
+        RdmaQp { lid: q.lid, qpn: q.qpn, psn: q.psn, rkey: q.rkey, addr: q.addr, gid: q.gid }
     }
 }
 

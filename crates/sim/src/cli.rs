@@ -505,7 +505,7 @@ fn sim_main(p: SimPlan) -> Result<i32> {
         }
     }
     if let Some(p) = &a.json {
-        write_json(p, &job::json(&r, std::env::args().collect(), MachineInfo::collect()))?;
+        write_json(p, &job::result(&r, std::env::args().collect(), MachineInfo::collect())?)?;
     }
     if let Some(p) = &a.csv {
         job::write_csv(&r, p)?;

@@ -1,7 +1,8 @@
 //! `schedlab sim` as a library call: a [`Config`] (plain data: the traffic levels' configurations,
 //! replications, statistics options; built by [`crate::cli`] from the command line or by code),
 //! [`run`] (every level and replication on the cores, then the statistics) returning
-//! [`SimResults`], and their writers: [`text`] (the report's tables), [`json`], [`write_csv`]
+//! [`SimResults`], and their writers: [`text`] (the report's tables), [`result`] (the typed
+//! `schedlab.sim/1` result `--json` writes), [`write_csv`]
 //! and the figures ([`crate::plot::write_figures`]).
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use schedlab_report::export::Csv;
+use schedlab_report::results::sim::{self as results, SimSchema};
 use schedlab_report::MachineInfo;
 
 use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
@@ -223,49 +225,77 @@ pub fn text(r: &SimResults, show: &Show) -> String {
     out
 }
 
-/// The JSON document `schedlab sim --json` writes; `argv` is the command line recorded in it.
-pub fn json(r: &SimResults, argv: Vec<String>, machine: MachineInfo) -> serde_json::Value {
+/// What a `sim` result could not be turned into or written as.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A run's or a level's figures do not fit the `schedlab.sim` type (a field the engine or
+    /// the statistics write that the result type does not have, or one it lacks).
+    #[error("level {level}: the {what} do not fit the {tag} result type: {source}", tag = SimSchema::TAG)]
+    Result { level: usize, what: &'static str, source: serde_json::Error },
+    /// The CSV table could not be written.
+    #[error("{path}: cannot write the CSV table: {why}")]
+    Csv { path: PathBuf, why: String },
+}
+
+/// Converts one of the engine's or the statistics' values to its result type through its serde
+/// form (the two are written by different crates' types; a field one has and the other lacks
+/// fails here, by name).
+fn typed<T: serde::de::DeserializeOwned>(x: &impl serde::Serialize, level: usize, what: &'static str) -> Result<T, JobError> {
+    let v = serde_json::to_value(x).map_err(|source| JobError::Result { level, what, source })?;
+    serde_json::from_value(v).map_err(|source| JobError::Result { level, what, source })
+}
+
+fn typed_runs(runs: &[&RunResult]) -> Result<Vec<results::Run>, JobError> {
+    runs.iter().enumerate().map(|(k, r)| typed(*r, k, "run's figures")).collect()
+}
+
+/// The typed result `schedlab sim --json` writes (`schedlab.sim/1`); `argv` is the command line
+/// recorded in it.
+pub fn result(r: &SimResults, argv: Vec<String>, machine: MachineInfo) -> Result<results::Sim, JobError> {
     let levels = &r.levels;
     let seed = levels[0].seed;
     let nrep = r.replications;
-    let mut doc = serde_json::json!({
-        "command": "sim",
-        "argv": argv,
-        "seed": seed,
-        "time_unit": "mean packet service time (tu)",
-        "service": levels[0].service,
-        "machine": machine,
-        "length_distribution": levels[0].dist,
-        "runs": r.shown(),
-        "statistics": r.stats,
-        "warnings": r.warnings(),
-    });
-    if nrep > 1 {
-        doc["replications"] = serde_json::json!((0..nrep)
-            .map(|i| serde_json::json!({
-                "seed": seed.wrapping_add(i as u64),
-                "runs": (0..levels.len()).map(|k| &r.group(k)[i]).collect::<Vec<_>>(),
-            }))
-            .collect::<Vec<_>>());
-    }
-    doc
+    let replications = if nrep > 1 {
+        let reps = (0..nrep).map(|i| {
+            let runs: Vec<&RunResult> = (0..levels.len()).map(|k| &r.group(k)[i]).collect();
+            Ok(results::Replication { seed: seed.wrapping_add(i as u64), runs: typed_runs(&runs)? })
+        });
+        Some(reps.collect::<Result<Vec<_>, JobError>>()?)
+    } else {
+        None
+    };
+    Ok(results::Sim {
+        schema: SimSchema,
+        command: "sim".into(),
+        argv,
+        seed,
+        time_unit: results::TIME_UNIT.into(),
+        service: levels[0].service.name().into(),
+        machine,
+        length_distribution: typed(&levels[0].dist, 0, "length distribution")?,
+        runs: typed_runs(&r.shown().iter().collect::<Vec<_>>())?,
+        statistics: r.stats.iter().enumerate().map(|(k, s)| typed(s, k, "statistics")).collect::<Result<_, _>>()?,
+        warnings: r.warnings(),
+        replications,
+    })
 }
 
 /// Writes the per-length table as CSV (`-`: stdout): every run's rows, then with replications the
 /// means (seed column `mean`, ci95 across replications).
-pub fn write_csv(r: &SimResults, path: &Path) -> anyhow::Result<()> {
-    let mut c = Csv::create(path, &CSV_HEADER)?;
+pub fn write_csv(r: &SimResults, path: &Path) -> Result<(), JobError> {
+    let err = |e: anyhow::Error| JobError::Csv { path: path.to_path_buf(), why: format!("{e:#}") };
+    let mut c = Csv::create(path, &CSV_HEADER).map_err(err)?;
     for run in &r.results {
         for row in csv_rows(run) {
-            c.row(&row)?;
+            c.row(&row).map_err(err)?;
         }
     }
     for run in &r.merged {
         for mut row in csv_rows(run) {
             row[1] = "mean".into();
-            c.row(&row)?;
+            c.row(&row).map_err(err)?;
         }
     }
-    c.finish()?;
+    c.finish().map_err(err)?;
     Ok(())
 }

@@ -9,9 +9,11 @@ use crate::results::burst::BurstSchema;
 use crate::results::echo_bench::EchoBenchSchema;
 use crate::results::notify::NotifySchema;
 use crate::results::predict::PredictSchema;
+use crate::results::rdma::RdmaSchema;
 use crate::results::rdma_share::RdmaShareSchema;
 use crate::results::sched::SchedSchema;
 use crate::results::semtest::SemtestSchema;
+use crate::results::sim::SimSchema;
 use crate::results::trylock::TrylockSchema;
 
 /// What a result file is.
@@ -118,6 +120,12 @@ pub fn json_kind(v: &Value) -> Result<Kind, String> {
             TrylockSchema::NAME | NotifySchema::NAME | SemtestSchema::NAME => return Ok(Kind::Prims),
             BurstSchema::NAME => return Ok(Kind::Burst),
             PredictSchema::NAME => return Ok(Kind::Predict),
+            SimSchema::NAME => return Ok(Kind::Sim),
+            RdmaSchema::NAME => {
+                return Err("one end of one `schedlab rdma` flow: the page shows two flows' share; give the output of \
+                            `schedlab rdma share A B --json FILE`"
+                    .into())
+            }
             _ => {}
         }
     }
@@ -227,6 +235,8 @@ mod tests {
         assert!(json_kind(&json!({"format": "schedlab-rdma-meta/1"})).unwrap_err().contains("rdma share"));
         assert_eq!(json_kind(&json!({"schema": "schedlab.echo-bench/1"})), Ok(Kind::EchoBench), "the tag decides");
         assert_eq!(json_kind(&json!({"schema": "schedlab.rdma-share/2", "flows": []})), Ok(Kind::RdmaShare));
+        assert_eq!(json_kind(&json!({"schema": "schedlab.sim/1"})), Ok(Kind::Sim));
+        assert!(json_kind(&json!({"schema": "schedlab.rdma/1", "op": "WRITE"})).unwrap_err().contains("rdma share"));
         assert_eq!(json_kind(&json!({"schema": "schedlab.sched/1"})), Ok(Kind::Sched));
         assert_eq!(json_kind(&json!({"schema": "schedlab.notify/1"})), Ok(Kind::Prims));
         assert_eq!(json_kind(&json!({"schema": "schedlab.burst/1"})), Ok(Kind::Burst));

@@ -17,6 +17,7 @@ use crate::results::burst::Burst;
 use crate::results::notify::{Notify, NotifySchema};
 use crate::results::sched::Sched;
 use crate::results::semtest::{Semtest, SemtestSchema};
+use crate::results::sim::Sim;
 use crate::results::trylock::{Trylock, TrylockSchema};
 use crate::results::{self, echo_bench::EchoBench, echo_bench::EchoRow, predict::Predict, rdma_share::RdmaShare};
 
@@ -57,10 +58,6 @@ fn txt(v: &Value) -> String {
         Value::Array(a) => a.iter().map(txt).collect::<Vec<_>>().join(", "),
         Value::Object(_) => v.to_string(),
     }
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(f64::NAN)
 }
 
 fn summary(v: &Value) -> Option<Summary> {
@@ -357,44 +354,40 @@ fn paper_blocks(sec: &mut Section, levels: &[LevelRows]) {
 }
 
 fn sim(v: &Value, source: &str) -> Section {
-    let mut sec = Section::new("sim", "Simulation (alpha scheduling report)", source);
-    let runs = v["runs"].as_array().cloned().unwrap_or_default();
-    let levels: Vec<LevelRows> = runs
+    let title = "Simulation (alpha scheduling report)";
+    let r: Sim = match results::read(v) {
+        Ok(r) => r,
+        Err(e) => return unreadable(Section::new("sim", title, source), &e),
+    };
+    let mut sec = Section::new("sim", title, source);
+    let levels: Vec<LevelRows> = r
+        .runs
         .iter()
-        .map(|r| LevelRows {
-            traffic: f(&r["traffic_pct"]),
+        .map(|run| LevelRows {
+            traffic: run.traffic_pct,
             caption_extra: String::new(),
-            strategies: r["strategies"]
-                .as_array()
-                .map(|ss| {
-                    ss.iter()
-                        .map(|s| {
-                            let o = &s["overall"];
-                            (
-                                txt(&s["label"]),
-                                s["by_len"]
-                                    .as_array()
-                                    .map(|b| b.iter().map(|l| (f(&l["len"]), f(&l["mean_tu"]))).collect())
-                                    .unwrap_or_default(),
-                                [f(&o["mean_tu"]), f(&o["ci95_tu"]), f(&o["p99_tu"]), f(&o["max_tu"]), f(&o["count"])],
-                            )
-                        })
-                        .collect()
+            strategies: run
+                .strategies
+                .iter()
+                .map(|s| {
+                    let o = &s.overall;
+                    (
+                        s.label.clone(),
+                        s.by_len.iter().map(|l| (f64::from(l.len), l.mean_tu)).collect(),
+                        [o.mean_tu, o.ci95_tu, o.p99_tu, o.max_tu, o.count as f64],
+                    )
                 })
-                .unwrap_or_default(),
-            qlen: f(&r["qlen_pkts"]),
-            packets: f(&r["packets_in"]),
+                .collect(),
+            qlen: run.qlen_pkts,
+            packets: run.packets_in as f64,
         })
         .collect();
-    let dist = v["length_distribution"]["ranges"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .map(|x| format!("{}-{} pkts: {}%", txt(&x["low"]), txt(&x["high"]), num(f(&x["frac"]) * 100.0)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_else(|| "–".into());
+    let ranges = &r.length_distribution.ranges;
+    let dist = if ranges.is_empty() {
+        "–".into()
+    } else {
+        ranges.iter().map(|x| format!("{}-{} pkts: {}%", x.low, x.high, num(x.frac * 100.0))).collect::<Vec<_>>().join(", ")
+    };
     let strategies =
         levels.first().map(|l| l.strategies.iter().map(|s| s.0.clone()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
     what_was_run(
@@ -405,16 +398,16 @@ fn sim(v: &Value, source: &str) -> Section {
             ("strategies".into(), strategies),
             ("arrival packets per level".into(), levels.iter().map(|l| num(l.packets)).collect::<Vec<_>>().join(", ")),
             ("message lengths".into(), dist),
-            ("service times".into(), txt(&v["service"])),
-            ("time unit".into(), txt(&v["time_unit"])),
+            ("service times".into(), r.service.clone()),
+            ("time unit".into(), r.time_unit.clone()),
         ],
     );
     machine_and_placement(&mut sec, v);
-    if runs.iter().any(|r| r["interrupted"].as_bool() == Some(true)) {
+    if r.runs.iter().any(|x| x.interrupted) {
         sec.push(Block::Warning("The run was interrupted: the figures show the packets simulated until then.".into()));
     }
     paper_blocks(&mut sec, &levels);
-    super::slowdown::blocks(&mut sec, &super::slowdown::from_sim_json(v));
+    super::slowdown::blocks(&mut sec, &super::slowdown::from_sim(&r));
     sec
 }
 

@@ -11,11 +11,10 @@
 //!   for a single length alike) at its cumulative share of the strategy's messages; the table has
 //!   no p99 slowdown, so only the mean is drawn.
 
-use serde_json::Value;
-
 use super::input::Table;
 use super::{Block, Section};
 use crate::plot::{fmt_tick, LineChart, Scale};
+use crate::results::sim::Sim;
 
 /// Longest message below which a sweep cell is not given a slowdown figure (the simulator keeps
 /// statistics per size bucket beyond 64 distinct lengths; the report's mix reaches 20 packets).
@@ -42,38 +41,35 @@ pub struct Level {
     pub strategies: Vec<(String, Vec<Point>)>,
 }
 
-fn num(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(f64::NAN)
-}
-
 /// The levels of a `sim --json` result whose rows are size buckets.
-pub fn from_sim_json(v: &Value) -> Vec<Level> {
+pub fn from_sim(r: &Sim) -> Vec<Level> {
     let mut out = Vec::new();
-    let top = v["length_distribution"]["workload"]["name"].as_str().map(str::to_string);
-    for r in v["runs"].as_array().into_iter().flatten() {
-        let name = r["workload"]["name"].as_str().map(str::to_string).or_else(|| top.clone());
+    let top = r.length_distribution.workload.as_ref().map(|w| w.name.clone());
+    for run in &r.runs {
+        let name = run.workload.as_ref().map(|w| w.name.clone()).or_else(|| top.clone());
         let mut strategies = Vec::new();
-        for s in r["strategies"].as_array().into_iter().flatten() {
-            let pts: Vec<Point> = s["by_len"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|l| l["bucket"].is_object())
-                .map(|l| Point {
-                    pct: 100.0 * num(&l["bucket"]["pct_high"]),
-                    len: num(&l["bucket"]["high"]),
-                    count: num(&l["count"]),
-                    mean: num(&l["slowdown_mean"]),
-                    p99: Some(num(&l["slowdown_p99"])),
+        for s in &run.strategies {
+            let pts: Vec<Point> = s
+                .by_len
+                .iter()
+                .filter_map(|l| {
+                    let b = l.bucket.as_ref()?;
+                    Some(Point {
+                        pct: 100.0 * b.pct_high,
+                        len: f64::from(b.high),
+                        count: l.count as f64,
+                        mean: l.slowdown_mean,
+                        p99: Some(l.slowdown_p99),
+                    })
                 })
                 .collect();
             if !pts.is_empty() {
-                strategies.push((s["label"].as_str().unwrap_or("?").to_string(), pts));
+                strategies.push((s.label.clone(), pts));
             }
         }
         if !strategies.is_empty() {
             let what = name.map_or(String::new(), |n| format!("{n}, "));
-            out.push(Level { caption: format!("{what}{}% load", fmt_tick(num(&r["traffic_pct"]))), strategies });
+            out.push(Level { caption: format!("{what}{}% load", fmt_tick(run.traffic_pct)), strategies });
         }
     }
     out
@@ -245,14 +241,59 @@ mod tests {
         }
     }
 
+    /// A `sim --json` result with one level whose strategies have these `by_len` rows (`len`,
+    /// bucket `(high, pct_high)`, count, mean and p99 slowdown), read through the typed reader.
+    /// One `by_len` row: length, bucket `(high, pct_high)`, count, mean and p99 slowdown.
+    type Row = (u32, Option<(u32, f64)>, u64, f64, f64);
+
+    fn sim_result(workload: Option<&str>, strategies: &[(&str, &[Row])]) -> Sim {
+        let lat = |&(len, b, count, mean, p99): &Row| {
+            let mut l = serde_json::json!({"len": len, "count": count, "mean_tu": 1.0, "ci95_tu": null, "p50_tu": 1.0,
+                "p99_tu": 1.0, "max_tu": 1.0, "slowdown_mean": mean, "slowdown_p50": null, "slowdown_p99": p99});
+            if let Some((high, pct)) = b {
+                l["bucket"] = serde_json::json!({"low": 1, "high": high, "pct_low": 0.0, "pct_high": pct});
+            }
+            l
+        };
+        let strategies: Vec<_> = strategies
+            .iter()
+            .map(|(label, rows)| {
+                serde_json::json!({"label": label, "listing_alpha": 0.0, "by_len": rows.iter().map(lat).collect::<Vec<_>>(),
+                    "overall": lat(&(0, None, 1, 1.0, 1.0)), "by_class": [], "reordered": 0, "packets_out": 1,
+                    "qlen_pkts": 1.0, "period_min": 1.0, "period_max": 1.0, "clock_renormalisations": 0, "by_class_len": [],
+                    "alpha_chosen": null, "in_order_applies": false, "packets_in": 1, "sim_time_tu": 1.0,
+                    "qlen_ci95_pkts": null, "offered_load": 0.8, "carried_load": 0.8})
+            })
+            .collect();
+        let mut run = serde_json::json!({"traffic_pct": 80.0, "seed": 1, "packets_in": 1, "sim_time_tu": 1.0, "qlen_pkts": 1.0,
+            "qlen_ci95_pkts": null, "strategies": strategies, "checkpoints": [], "interrupted": false, "closed_apps": null,
+            "apps": 1, "in_order": false});
+        if let Some(w) = workload {
+            run["workload"] = serde_json::json!({"name": w, "reading": "step", "bytes_per_packet": 1460, "checksum": "c",
+                "source": "s", "commit": "x", "unit": "bytes", "mean_size": 1.0, "mean_packets": 1.0});
+        }
+        let stats = serde_json::json!({"traffic_pct": 80.0, "replications": 1, "seeds": [1], "method": "m",
+            "warmup": {"rule": "none", "batches_deleted": [0], "packets_deleted": [0]},
+            "diagnostics": {"batches": 20, "batch_packets": 1, "packets": 1, "qlen_lag1_autocorrelation": [null],
+                "avlat_lag1_autocorrelation": []},
+            "qlen": {"len": 0, "mean": 1.0, "ci95": null, "per_replication": [1.0]}, "strategies": [], "warnings": []});
+        let v = serde_json::json!({"schema": "schedlab.sim/1", "command": "sim", "argv": [], "seed": 1,
+            "time_unit": crate::results::sim::TIME_UNIT, "service": "report", "machine": crate::machine::MachineInfo::collect(),
+            "length_distribution": {"ranges": [{"low": 1, "high": 5, "frac": 1.0}]}, "runs": [run], "statistics": [stats],
+            "warnings": []});
+        crate::results::read(&v).expect("the test's result reads")
+    }
+
     #[test]
     fn sim_json_buckets_become_points() {
-        let v: Value = serde_json::json!({"runs": [{"traffic_pct": 80.0, "workload": {"name": "w4"}, "strategies": [
-            {"label": "FIFO", "by_len": [
-                {"len": 1, "bucket": {"low": 1, "high": 1, "pct_low": 0.0, "pct_high": 0.5}, "count": 50, "slowdown_mean": 9.0, "slowdown_p99": 40.0},
-                {"len": 700, "bucket": {"low": 2, "high": 700, "pct_low": 0.5, "pct_high": 1.0}, "count": 50, "slowdown_mean": 1.5, "slowdown_p99": 3.0}]},
-            {"label": "SF", "by_len": [{"len": 3, "count": 9, "slowdown_mean": null}]}]}]});
-        let l = from_sim_json(&v);
+        let r = sim_result(
+            Some("w4"),
+            &[
+                ("FIFO", &[(1, Some((1, 0.5)), 50, 9.0, 40.0), (700, Some((700, 1.0)), 50, 1.5, 3.0)]),
+                ("SF", &[(3, None, 9, f64::NAN, 1.0)]),
+            ],
+        );
+        let l = from_sim(&r);
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].caption, "w4, 80% load");
         assert_eq!(l[0].strategies.len(), 1, "SF has no bucket rows");
@@ -262,9 +303,7 @@ mod tests {
         let figs = sec.blocks.iter().filter(|b| matches!(b, Block::Figure { .. })).count();
         assert_eq!(figs, 2, "mean and p99");
         // Per-length runs (the report's mix) have no bucket rows: no section.
-        let v: Value =
-            serde_json::json!({"runs": [{"traffic_pct": 50.0, "strategies": [{"label": "FIFO", "by_len": [{"len": 1}]}]}]});
-        assert!(from_sim_json(&v).is_empty());
+        assert!(from_sim(&sim_result(None, &[("FIFO", &[(1, None, 1, 1.0, 1.0)])])).is_empty());
     }
 
     #[test]

@@ -20,9 +20,11 @@ pub mod echo_bench;
 pub mod notify;
 pub mod predict;
 pub mod prims;
+pub mod rdma;
 pub mod rdma_share;
 pub mod sched;
 pub mod semtest;
+pub mod sim;
 pub mod sweep_row;
 pub mod trylock;
 pub mod workload_used;
@@ -184,15 +186,17 @@ pub const fn kind<K: Kind>() -> KindInfo {
 
 /// Every result kind, one line each. A new kind is added here (and gets a committed schema from
 /// the schemas test, a Python entry in `readers.SCHEMAS`, and a producer in the round-trip test
-/// `crates/cli/tests/result_kinds.rs`; each of those fails until it is there).
+/// `crates/cli/tests/results.rs`; each of those fails until it is there).
 pub const KINDS: &[KindInfo] = &[
     kind::<burst::Burst>(),
     kind::<echo_bench::EchoBench>(),
     kind::<notify::Notify>(),
     kind::<predict::Predict>(),
+    kind::<rdma::Rdma>(),
     kind::<rdma_share::RdmaShare>(),
     kind::<sched::Sched>(),
     kind::<semtest::Semtest>(),
+    kind::<sim::Sim>(),
     kind::<sweep_row::SweepRow>(),
     kind::<trylock::Trylock>(),
 ];

@@ -91,7 +91,9 @@ pub struct AlgRun {
     pub predicted: bool,
     /// The exact release-order check (null without the scheduler's trace).
     pub order_check: Option<OrderCheck>,
-    pub release_lateness: Lateness,
+    /// Release lateness: the harness's `sch_deq` of a message's last packet minus the start of
+    /// that packet in the link's own clock.
+    pub release_lateness: Lat,
     #[serde(deserialize_with = "super::nan_or_number")]
     #[schemars(with = "super::NullableF64")]
     pub elapsed_s: f64,
@@ -112,21 +114,8 @@ pub struct Verdict {
     pub reasons: Vec<String>,
 }
 
-/// Release lateness: the harness's `sch_deq` of a message's last packet minus the start of that
-/// packet in the link's own clock.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Lateness {
-    #[serde(deserialize_with = "super::nan_or_number")]
-    #[schemars(with = "super::NullableF64")]
-    pub mean_us: f64,
-    #[serde(deserialize_with = "super::nan_or_number")]
-    #[schemars(with = "super::NullableF64")]
-    pub p50_us: f64,
-    #[serde(deserialize_with = "super::nan_or_number")]
-    #[schemars(with = "super::NullableF64")]
-    pub p99_us: f64,
-}
+/// The former name of [`Lat`] for the release lateness (the two were the same three fields).
+pub type Lateness = Lat;
 
 /// Mean, median and 99th percentile of a latency, µs (null: no sample).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
