@@ -60,6 +60,7 @@ SCHEMAS: dict[str, tuple[int, str]] = {
     "schedlab.rdma-share": (1, "rdma-share.schema.json"),
     "schedlab.predict": (1, "predict.schema.json"),
     "schedlab.sched": (1, "sched.schema.json"),
+    "schedlab.sched-repeat": (1, "sched-repeat.schema.json"),
     "schedlab.semtest": (1, "semtest.schema.json"),
     "schedlab.sim": (1, "sim.schema.json"),
     "schedlab.sweep-row": (1, "sweep-row.schema.json"),

@@ -259,6 +259,15 @@ fn producers() -> Vec<Producer> {
             check: |_| {},
         },
         Producer {
+            kind: "schedlab.sched-repeat",
+            title: "",
+            write: |d| json_of(d, "sched-r.json", &["sched", "-t", "2", "-d", "0.1", "--repeat", "2", "-p", "tsr-"]),
+            check: |v| {
+                assert_eq!(v["runs"].as_array().map(Vec::len), Some(2), "{v}");
+                assert_eq!(v["runs"][0]["schema"], "schedlab.sched/1");
+            },
+        },
+        Producer {
             kind: "schedlab.trylock",
             title: "trylock: ",
             write: |d| json_of(d, "trylock.json", &["trylock", "-n", "2", "-F", "-t", "0.02"]),

@@ -16,8 +16,9 @@ use crate::config::Config;
 use crate::order::{check, OrderCheck};
 use crate::repeat::{outcome, summarise, Summary};
 
+use schedlab_report::results::predict::Lat;
 /// The typed result and its parts (`schedlab_report::results::predict`).
-pub use schedlab_report::results::predict::{AlgRun, Lateness, Predict, Verdict};
+pub use schedlab_report::results::predict::{AlgRun, Predict, Verdict};
 
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -160,7 +161,7 @@ pub fn analyse(cfg: &harness::Config, r: &RunResult) -> Result<AlgRun, Error> {
         }
         None => None,
     };
-    let lateness = order.as_ref().map_or(Lateness::default(), |o| lateness(&msgs, o, message_level(&cfg.alg)));
+    let lateness = order.as_ref().map_or(Lat::default(), |o| lateness(&msgs, o, message_level(&cfg.alg)));
 
     let mut reasons = Vec::new();
     if ring_drops > 0 {
@@ -234,7 +235,7 @@ pub fn analyse(cfg: &harness::Config, r: &RunResult) -> Result<AlgRun, Error> {
 }
 
 /// `sch_deq` of every delivered message's last packet against the link clock's start of it.
-fn lateness(msgs: &[MsgRecord], o: &OrderCheck, message_level: bool) -> Lateness {
+fn lateness(msgs: &[MsgRecord], o: &OrderCheck, message_level: bool) -> Lat {
     let late: Vec<f64> = msgs
         .iter()
         .filter(|m| m.delivered())
@@ -244,5 +245,5 @@ fn lateness(msgs: &[MsgRecord], o: &OrderCheck, message_level: bool) -> Lateness
         })
         .collect();
     let s = schedlab_report::Summary::of_f64(&late);
-    Lateness { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
+    Lat { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
 }

@@ -168,7 +168,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
             Some(s) => write_json(
                 path,
                 &crate::repeat::Repeat {
-                    schema: crate::repeat::SCHEMA.to_string(),
+                    schema: Default::default(),
                     runs: reports.clone(),
                     reasons: reasons.clone(),
                     summary: s.clone(),

@@ -26,15 +26,11 @@
 //!
 //! The judge and the summary are pure functions of the typed reports, tested on made-up ones.
 
-use serde::{Deserialize, Serialize};
-
 use schedlab_report::results::predict::{SetAside, Spread};
+pub use schedlab_report::results::sched_repeat::{FlowSpread, SchedRepeat as Repeat, Summary};
 
 use crate::harness::Config;
 use crate::output::Report;
-
-/// The schema tag of the `--repeat` JSON (`runs` are `schedlab.sched/1` results).
-pub const SCHEMA: &str = "schedlab.sched-repeat/1";
 
 /// What the rings of one active client hold, ns (see the module's rule).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -110,44 +106,6 @@ pub fn judge(cfg: &Config, rep: &Report) -> Vec<String> {
         }
     }
     reasons
-}
-
-/// One flow's (a client's, or `TOTAL`'s) headline figures over the kept runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlowSpread {
-    /// `client0`, `client1`, ... or `total`.
-    pub flow: String,
-    pub rate_mbps: Option<Spread>,
-    pub rate_mpps: Option<Spread>,
-    /// Client enqueue to mark seen, µs.
-    pub delay_p50_us: Option<Spread>,
-    pub delay_p99_us: Option<Spread>,
-}
-
-/// The summary of `--repeat N`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Summary {
-    pub runs: usize,
-    pub kept: usize,
-    /// The runs set aside (1-based) and why.
-    pub set_aside: Vec<SetAside>,
-    /// Per client, then `total`, over the kept runs (`null` spreads when none was kept).
-    pub flows: Vec<FlowSpread>,
-}
-
-/// `schedlab sched --repeat N --json`: every run, each run's reasons, and the summary.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Repeat {
-    /// [`SCHEMA`].
-    pub schema: String,
-    /// The runs in the order they were made (`schedlab.sched/1` each).
-    pub runs: Vec<Report>,
-    /// Per run (same order), why it was set aside: empty when kept.
-    pub reasons: Vec<Vec<String>>,
-    pub summary: Summary,
 }
 
 /// The headline figures of one report: per client then total, (Mb/s, Mpps, p50 µs, p99 µs).

@@ -23,6 +23,7 @@ pub mod prims;
 pub mod rdma;
 pub mod rdma_share;
 pub mod sched;
+pub mod sched_repeat;
 pub mod semtest;
 pub mod sim;
 pub mod sweep_row;
@@ -195,6 +196,7 @@ pub const KINDS: &[KindInfo] = &[
     kind::<rdma::Rdma>(),
     kind::<rdma_share::RdmaShare>(),
     kind::<sched::Sched>(),
+    kind::<sched_repeat::SchedRepeat>(),
     kind::<semtest::Semtest>(),
     kind::<sim::Sim>(),
     kind::<sweep_row::SweepRow>(),

@@ -114,9 +114,6 @@ pub struct Verdict {
     pub reasons: Vec<String>,
 }
 
-/// The former name of [`Lat`] for the release lateness (the two were the same three fields).
-pub type Lateness = Lat;
-
 /// Mean, median and 99th percentile of a latency, µs (null: no sample).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
