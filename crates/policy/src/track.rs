@@ -158,7 +158,7 @@ impl<T: Copy> TrackSched<T> {
     /// The smallest queued-packet count whose α is `high` (α is non-decreasing in the count for
     /// a gain ≥ 0), by bisection over [`Self::alpha_exact`]; `u64::MAX` when none is.
     fn first_at_high(&self) -> u64 {
-        if !(self.gain >= 0.0) || self.alpha_exact(u64::MAX) < self.high {
+        if self.gain.is_nan() || self.gain < 0.0 || self.alpha_exact(u64::MAX) < self.high {
             return u64::MAX;
         }
         let (mut lo, mut hi) = (0u64, u64::MAX);
@@ -320,7 +320,7 @@ impl<T: Copy> TrackSched<T> {
                 // The head beats every queue front under this α (the interval of the last scan)
                 // and only its own rank has dropped since: it is still the best (the profile of
                 // W4 under track:1:100 spent 60% of the run in the scan below).
-                return Some(self.send(h, alpha));
+                return Some(self.send(h));
             }
         }
         // The best queue front.
@@ -348,7 +348,7 @@ impl<T: Copy> TrackSched<T> {
             (None, None) => unreachable!("messages are queued"),
         };
         self.settled = Some(self.reach(head));
-        Some(self.send(head, alpha))
+        Some(self.send(head))
     }
 
     /// The α (fixed point) under which `head` beats every queue front by rank alone:
@@ -375,9 +375,9 @@ impl<T: Copy> TrackSched<T> {
         (clamp(lo), clamp(hi))
     }
 
-    /// Sends the next packet of `head`, the best message under `alpha`.
+    /// Sends the next packet of `head`, the best message under the current α.
     #[inline(always)]
-    fn send(&mut self, head: Entry, alpha: i64) -> Packet<T> {
+    fn send(&mut self, head: Entry) -> Packet<T> {
         let p = self.bodies[head.slot as usize].take();
         self.clock += 1;
         self.packets -= 1;
