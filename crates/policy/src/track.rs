@@ -115,16 +115,20 @@ pub struct TrackSched<T> {
     /// α samples: count per queued-packet value (the last bin holds all above).
     qhist: Vec<u64>,
     alpha_sum: f64,
-    /// `Some(α)`: the head was chosen as the best message under α and nothing was queued since.
-    /// Sending a packet lowers only the head's rank (by α), so while α stays the same and nothing
-    /// is queued, the head stays the best and the next decision needs no scan.
-    settled: Option<i64>,
+    /// `Some((lo, hi))`: the head beats every queue front under any α in `lo..=hi` (strictly, by
+    /// rank alone), computed at the last scan, and nothing was queued since. Sending a packet
+    /// lowers only the head's rank (by α ≥ 0, for every α at once), so the interval stays valid
+    /// while nothing is queued: a decision whose α lies in it needs no scan (see [`Self::reach`]).
+    settled: Option<(i64, i64)>,
+    /// The fewest queued packets at which α reaches `high` (`u64::MAX`: never), so that
+    /// [`Self::alpha_at`] skips the rounding where α sits at its limit.
+    q_high: u64,
 }
 
 impl<T: Copy> TrackSched<T> {
     /// α = clamp(gain × queued packets, low, high), ranked by the current α.
     pub fn new(t: Tracking, in_order: bool) -> Self {
-        TrackSched {
+        let mut s = TrackSched {
             low: t.low.fx(),
             high: t.high.fx().max(t.low.fx()),
             gain: t.gain,
@@ -145,7 +149,28 @@ impl<T: Copy> TrackSched<T> {
             qhist: Vec::new(),
             alpha_sum: 0.0,
             settled: None,
+            q_high: u64::MAX,
+        };
+        s.q_high = s.first_at_high();
+        s
+    }
+
+    /// The smallest queued-packet count whose α is `high` (α is non-decreasing in the count for
+    /// a gain ≥ 0), by bisection over [`Self::alpha_exact`]; `u64::MAX` when none is.
+    fn first_at_high(&self) -> u64 {
+        if self.gain.is_nan() || self.gain < 0.0 || self.alpha_exact(u64::MAX) < self.high {
+            return u64::MAX;
         }
+        let (mut lo, mut hi) = (0u64, u64::MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.alpha_exact(mid) >= self.high {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
     }
 
     /// The tracking parameters.
@@ -153,9 +178,18 @@ impl<T: Copy> TrackSched<T> {
         self.t
     }
 
-    /// α in fixed point for `q` queued packets.
+    /// α in fixed point for `q` queued packets (the same as [`Self::alpha_exact`]).
     #[inline(always)]
     fn alpha_at(&self, q: u64) -> i64 {
+        if q >= self.q_high {
+            return self.high;
+        }
+        self.alpha_exact(q)
+    }
+
+    /// α in fixed point for `q` queued packets: clamp(round(gain × q × 65536), low, high).
+    #[inline(always)]
+    fn alpha_exact(&self, q: u64) -> i64 {
         let a = (self.gain * q as f64 * ONE as f64).round();
         let a = if a.is_finite() && a < i64::MAX as f64 { a as i64 } else { self.high };
         a.clamp(self.low, self.high)
@@ -281,12 +315,12 @@ impl<T: Copy> TrackSched<T> {
         let q = self.packets;
         let alpha = self.alpha_at(q);
         self.record(q, alpha);
-        if let (Some(h), Some(a)) = (self.head, self.settled) {
-            if a == alpha {
-                // The head was the best under this α at the last decision and only its own rank
-                // has dropped since: it is still the best (the profile of W4 under track:1:100
-                // spent 60% of the run in the scan below).
-                return Some(self.send(h, alpha));
+        if let (Some(h), Some((lo, hi))) = (self.head, self.settled) {
+            if lo <= alpha && alpha <= hi {
+                // The head beats every queue front under this α (the interval of the last scan)
+                // and only its own rank has dropped since: it is still the best (the profile of
+                // W4 under track:1:100 spent 60% of the run in the scan below).
+                return Some(self.send(h));
             }
         }
         // The best queue front.
@@ -313,12 +347,37 @@ impl<T: Copy> TrackSched<T> {
             (None, Some((id, _))) => self.take_front(id),
             (None, None) => unreachable!("messages are queued"),
         };
-        Some(self.send(head, alpha))
+        self.settled = Some(self.reach(head));
+        Some(self.send(head))
     }
 
-    /// Sends the next packet of `head`, the best message under `alpha`.
+    /// The α (fixed point) under which `head` beats every queue front by rank alone:
+    /// α·r_h + 65536·c_h < α·r_m + 65536·c_m for each front m (its queue's oldest, so the
+    /// strongest of the queue under any α). With d = r_h − r_m and e = 65536·(c_h − c_m) that is
+    /// α·d < −e: an upper bound ⌊(−e−1)/d⌋ when d > 0, a lower bound ⌊e/−d⌋ + 1 when d < 0,
+    /// nothing when d = 0 (then the arrival order decides, whatever α is). Ties in rank
+    /// (decided by arrival order) fall outside, which only costs a scan.
+    fn reach(&self, head: Entry) -> (i64, i64) {
+        let rh = i128::from(self.bodies[head.slot as usize].left);
+        let (mut lo, mut hi) = (i128::from(i64::MIN), i128::from(i64::MAX));
+        for &id in &self.active {
+            let lq = &self.queues[id as usize];
+            let f = lq.q.front().expect("an active queue is not empty");
+            let d = rh - i128::from(lq.rem);
+            let e = (i128::from(head.clock) - i128::from(f.clock)) * i128::from(ONE);
+            if d > 0 {
+                hi = hi.min((-e - 1).div_euclid(d));
+            } else if d < 0 {
+                lo = lo.max(e.div_euclid(-d) + 1);
+            }
+        }
+        let clamp = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        (clamp(lo), clamp(hi))
+    }
+
+    /// Sends the next packet of `head`, the best message under the current α.
     #[inline(always)]
-    fn send(&mut self, head: Entry, alpha: i64) -> Packet<T> {
+    fn send(&mut self, head: Entry) -> Packet<T> {
         let p = self.bodies[head.slot as usize].take();
         self.clock += 1;
         self.packets -= 1;
@@ -332,7 +391,6 @@ impl<T: Copy> TrackSched<T> {
             }
         } else {
             self.head = Some(head);
-            self.settled = Some(alpha);
         }
         p
     }

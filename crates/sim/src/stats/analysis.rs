@@ -274,8 +274,8 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
     };
     if let Some(q) = q {
         set_theory(&mut out.qlen, q.qlen());
-        // FIFO (M^X/G/1), RR (processor sharing at packet granularity) and SF (SRPT at packet
-        // granularity, atoms kept apart): per length, or averaged over each size bucket.
+        // FIFO (M^X/G/1), RR (round robin at packet granularity) and SF (SRPT at packet
+        // granularity, atoms kept apart), each exact in the mean (crate::theory): per length, or averaged over each size bucket.
         let groups: Vec<(u32, u32)> = lens
             .iter()
             .map(|&l| {
@@ -284,7 +284,7 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
             })
             .collect();
         let sb = SizeBased::new(&cfg.dist, cfg.service, cfg.traffic).expect("the same load as q");
-        let (vals, all) = sb.by_groups(&groups);
+        let (vals, all, rr_first) = sb.by_groups(&groups);
         let pick: [(&str, PickAnalytic); 3] = [("FIFO", |a| a.fifo), ("RR", |a| a.rr), ("SF", |a| a.sf)];
         for (label, f) in pick {
             for s in out.strategies.iter_mut().filter(|s| s.label == label) {
@@ -301,7 +301,7 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
             }
         }
         out.theory = Some(Theory {
-            model: "M^X/G/1 (Poisson messages, X = message length, S = packet service); RR: processor sharing, SF: SRPT (Schrage-Miller), both at packet granularity",
+            model: "M^X/G/1 (Poisson messages, X = message length, S = packet service); RR: round robin by turns (exact mean-value recursion), SF: SRPT (Schrage-Miller with atoms), both at packet granularity",
             rho: q.rho,
             mean_len_pkts: q.ex,
             mean_sq_len_pkts: q.ex2,
@@ -310,7 +310,7 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
             qlen_pkts: q.qlen(),
             fifo_first_packet_wait_tu: q.batch_wait(),
             fifo_avlat_tu: q.fifo_avlat(),
-            rr_first_packet_wait_tu: sb.rr_first_wait(),
+            rr_first_packet_wait_tu: rr_first,
             rr_avlat_tu: all.rr,
             sf_avlat_tu: all.sf,
         });
@@ -410,7 +410,7 @@ impl LevelStats {
         if let (false, Some(th)) = (brief, &self.theory) {
             let _ = writeln!(
                 s,
-                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy; RR: processor sharing, SF: SRPT, at packet granularity): simulated ± 95% half-width and the analytic value under it, * = differs from theory by more than its half-width, traffic {t}%:",
+                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy; RR: round robin, SF: SRPT, both at packet granularity): simulated ± 95% half-width and the analytic value under it, * = differs from theory by more than its half-width, traffic {t}%:",
                 fmt_g(th.rho)
             );
             let _ = writeln!(s, "{}", self.header(""));
