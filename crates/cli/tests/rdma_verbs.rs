@@ -20,9 +20,9 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/guest/rdma-verb
 /// Messages per seed command line (every -O, busy and event polling).
 const OPS_N: u64 = 40;
 /// Paired trials against perftest, and their sizes (short: the kernel stage has a budget).
-const PERF_PAIRS: usize = 6;
-const PERF_BW_N: f64 = 50.0;
-const PERF_LAT_N: f64 = 200.0;
+const PERF_PAIRS: usize = 5;
+const PERF_BW_N: f64 = 30.0;
+const PERF_LAT_N: f64 = 100.0;
 
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("schedlab")
@@ -54,7 +54,7 @@ static RUN: OnceLock<Result<tempfile::TempDir, NoRun>> = OnceLock::new();
 
 macro_rules! guest_results {
     () => {
-        match RUN.get_or_init(|| run_guest("ops perf share", 420)) {
+        match RUN.get_or_init(|| run_guest("ops perf share", 600)) {
             Ok(d) => d.path(),
             Err(NoRun::Skip(why)) => skip!("{why}"),
             Err(NoRun::Fail(why)) => panic!("{why}"),

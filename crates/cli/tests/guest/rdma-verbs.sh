@@ -4,17 +4,17 @@
 # concurrent flows shaped by a tbf on a veth (verbs, then the emulated backend over the same path).
 # Usage: sh rdma-verbs.sh SCHEDLAB OUTDIR [PHASES [OPS_N [PERF_PAIRS [PERF_BW_N [PERF_LAT_N]]]]]
 #   PHASES: any of "ops perf share", space-separated (default all); OPS_N messages per seed command
-#   line (default 40); PERF_PAIRS paired perftest trials (default 6) of PERF_BW_N x 64 KiB (default
-#   50) and PERF_LAT_N x 64 B (default 200).
+#   line (default 40); PERF_PAIRS paired perftest trials (default 5) of PERF_BW_N x 64 KiB (default
+#   30) and PERF_LAT_N x 64 B (default 100).
 # Every result goes to OUTDIR (shared with the host); the host judges them. One line per step goes
 # to OUTDIR/steps.txt: "NAME rc=N" for every command run, so a missing file is explained.
 B=$1
 D=$2
 PHASES=${3:-"ops perf share"}
 OPS_N=${4:-40}
-PERF_PAIRS=${5:-6}
-PERF_BW_N=${6:-50}
-PERF_LAT_N=${7:-200}
+PERF_PAIRS=${5:-5}
+PERF_BW_N=${6:-30}
+PERF_LAT_N=${7:-100}
 cd "$D" || exit 90
 A=198.18.0.1
 Z=198.18.0.2
@@ -97,7 +97,7 @@ case " $PHASES " in *" ops "*)
 esac
 
 case " $PHASES " in *" perf "*)
-    # Paired trials (PERF_PAIRS of them, default 6): in pair i, schedlab's WRITE (one request in
+    # Paired trials (PERF_PAIRS of them): in pair i, schedlab's WRITE (one request in
     # flight, as the seed) and ib_write_bw -t 1 with the same bytes and iterations back to back, the
     # order swapped every pair (perftest first in odd pairs); then schedlab's 64-byte WRITE latency
     # and ib_write_lat the same way. The host takes the median of the paired ratios with its
@@ -119,21 +119,22 @@ case " $PHASES " in *" perf "*)
     NB=$PERF_BW_N
     NL=$PERF_LAT_N
     echo "$K $NB $NL" >perf-plan.txt
-    i=1
-    while [ "$i" -le "$K" ]; do
-        p=$((18530 + 2 * i))
-        if [ $((i % 2)) -eq 1 ]; then
-            pf "pf-bw-$i" "$p" ib_write_bw -s 65536 -n "$NB" -t 1 --report_gbits
-            pair "perf-bw-$i" 18515 -F -s 65536 -n "$NB" -O 0
-            pf "pf-lat-$i" $((p + 1)) ib_write_lat -s 64 -n "$NL"
-            pair "perf-lat-$i" 18515 -F -s 64 -n "$NL" -O 0
+    # (not i: wait_listen counts with i)
+    k=1
+    while [ "$k" -le "$K" ]; do
+        pp=$((18530 + 2 * k))
+        if [ $((k % 2)) -eq 1 ]; then
+            pf "pf-bw-$k" "$pp" ib_write_bw -s 65536 -n "$NB" -t 1 --report_gbits
+            pair "perf-bw-$k" 18515 -F -s 65536 -n "$NB" -O 0
+            pf "pf-lat-$k" $((pp + 1)) ib_write_lat -s 64 -n "$NL"
+            pair "perf-lat-$k" 18515 -F -s 64 -n "$NL" -O 0
         else
-            pair "perf-bw-$i" 18515 -F -s 65536 -n "$NB" -O 0
-            pf "pf-bw-$i" "$p" ib_write_bw -s 65536 -n "$NB" -t 1 --report_gbits
-            pair "perf-lat-$i" 18515 -F -s 64 -n "$NL" -O 0
-            pf "pf-lat-$i" $((p + 1)) ib_write_lat -s 64 -n "$NL"
+            pair "perf-bw-$k" 18515 -F -s 65536 -n "$NB" -O 0
+            pf "pf-bw-$k" "$pp" ib_write_bw -s 65536 -n "$NB" -t 1 --report_gbits
+            pair "perf-lat-$k" 18515 -F -s 64 -n "$NL" -O 0
+            pf "pf-lat-$k" $((pp + 1)) ib_write_lat -s 64 -n "$NL"
         fi
-        i=$((i + 1))
+        k=$((k + 1))
     done
     ;;
 esac
