@@ -41,8 +41,8 @@ fn vm_returns_the_guests_output_and_exit_status() {
     assert!(stdout.starts_with("6.12"), "{stdout:?}");
 }
 
-/// Runs `schedlab qdisc` on two saturating clients and returns the report (None: skipped).
-fn qdisc_report(alg: &str, flowsets: &str, extra: &[&str]) -> serde_json::Value {
+/// Runs `schedlab qdisc` on two saturating clients and returns the report, or why it is skipped.
+fn qdisc_report(alg: &str, flowsets: &str, extra: &[&str]) -> Result<serde_json::Value, String> {
     let dir = tempfile::tempdir().unwrap();
     let traffic = dir.path().join("two.txt");
     // Two clients offering 10 Mb/s each into a 2 Mb/s bottleneck: both stay backlogged (an
@@ -61,7 +61,7 @@ fn qdisc_report(alg: &str, flowsets: &str, extra: &[&str]) -> serde_json::Value 
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(77) {
-        skip!("{}", stderr.trim());
+        return Err(stderr.trim().to_string());
     }
     assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -69,15 +69,18 @@ fn qdisc_report(alg: &str, flowsets: &str, extra: &[&str]) -> serde_json::Value 
     if v["kernel"]["saturated"] != true {
         // The link's rate was not reached: this machine's emulated CPUs were too slow (or too
         // loaded) to fill it, and shares would mean nothing. Visible, with the figures.
-        skip!("the emulated guest did not fill the bottleneck: {}", v["verdict"]);
+        return Err(format!("the emulated guest did not fill the bottleneck: {}", v["verdict"]));
     }
     assert_eq!(v["agree"], true, "{stdout}");
     println!("{stdout}");
-    v
+    Ok(v)
 }
 
 fn qdisc_shares(alg: &str, flowsets: &str, classes: usize) {
-    let v = qdisc_report(alg, flowsets, &[]);
+    let v = match qdisc_report(alg, flowsets, &[]) {
+        Ok(v) => v,
+        Err(why) => skip!("{why}"),
+    };
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), classes);
     // Flow 0 (weight 100) against flow 1 (weight 1): the kernel gives about 100/101.
@@ -111,7 +114,10 @@ fn qdisc_qfq_shares_agree_with_the_model_and_the_harness_when_no_flows_share_an_
 /// Judged against QFQ+'s fluid shares, and within 0.02 of 100/108, which 100/101 is not.
 #[test]
 fn qdisc_qfq_with_the_seeds_flowsets_gives_qfq_plus_aggregate_shares() {
-    let v = qdisc_report("qfq", "100:1500:1,1:1500:16", &[]);
+    let v = match qdisc_report("qfq", "100:1500:1,1:1500:16", &[]) {
+        Ok(v) => v,
+        Err(why) => skip!("{why}"),
+    };
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 17);
     assert!(v["verdict"].as_str().unwrap().contains("QFQ+"), "{v}");
