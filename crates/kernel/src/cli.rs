@@ -191,6 +191,10 @@ Options:
   -b BW         bottleneck rate, e.g. 5M (required; keep it well below what the clients offer)
   --limit N     packets each flow's queue (or the fifo) holds (default 1000)
   --warmup S    seconds before the measured window starts (default 1)
+  --qfq-agg N   qfq: classes per aggregate of Linux's QFQ+: 8 (default, Linux's own), 4, 2 or 1.
+                An aggregate of classes of one weight and max length weighs all of them, idle
+                or not; where flows share one, the kernel is judged against QFQ+'s fluid shares
+                (a column) instead of the model's and the harness's plain QFQ
   --json FILE   write the whole result as JSON ('-' for stdout)
   --no-harness, --no-model   leave an answer out
   --timeout S, --cache DIR   as schedlab vm (default timeout: traffic + 180 s)
@@ -240,6 +244,7 @@ fn parse_qdisc(args: &[String]) -> Result<Option<QdiscArgs>> {
     let (mut file, mut threads, mut link, mut limit, mut warmup) = (None, 2usize, None, 1000u32, 1.0f64);
     let (mut json, mut flowsets, mut alg) = (None, None, None);
     let (mut use_harness, mut use_model, mut timeout) = (true, true, None);
+    let mut qfq_agg_classes = qdisc::LINUX_QFQ_AGG_CLASSES;
     let mut guest_cfg = GuestConfig::new(guest::default_cache());
     let mut it = args.iter();
     let mut after = false;
@@ -273,6 +278,14 @@ fn parse_qdisc(args: &[String]) -> Result<Option<QdiscArgs>> {
                     .ok()
                     .filter(|s: &f64| s.is_finite() && *s >= 0.0)
                     .with_context(|| format!("--warmup '{v}': expected seconds >= 0"))?;
+            }
+            (false, "--qfq-agg") => {
+                let v = val("--qfq-agg")?;
+                qfq_agg_classes = v
+                    .parse()
+                    .ok()
+                    .filter(|n| [1, 2, 4, 8].contains(n))
+                    .with_context(|| format!("--qfq-agg '{v}': expected 1, 2, 4 or 8 classes per aggregate"))?;
             }
             (false, "--json") => json = Some(PathBuf::from(val("--json")?)),
             (false, "--no-harness") => use_harness = false,
@@ -316,8 +329,17 @@ fn parse_qdisc(args: &[String]) -> Result<Option<QdiscArgs>> {
     let flowsets = flowsets.unwrap_or_else(|| format!("1:1500:{threads}"));
     let flows = parse_flowsets(&flowsets)?;
     let clients = host::load_traffic(&file, threads)?;
-    let plan =
-        Plan { alg, flows, clients, link_bps, queue_pkts: limit, warmup_s: warmup, traffic: file.display().to_string(), seed: 1 };
+    let plan = Plan {
+        alg,
+        flows,
+        clients,
+        link_bps,
+        queue_pkts: limit,
+        warmup_s: warmup,
+        traffic: file.display().to_string(),
+        seed: 1,
+        qfq_agg_classes,
+    };
     plan.validate().map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     guest_cfg.timeout = Duration::from_secs_f64(timeout.unwrap_or(plan.duration_s() + 180.0));
     if guest_cfg.cache.is_relative() {
@@ -406,6 +428,7 @@ mod tests {
         assert!(p("-f x -- -alg drr").unwrap_err().to_string().contains("-b"));
         assert!(p("-f x -b 5M -- -alg wfq").unwrap_err().to_string().contains("unknown -alg 'wfq'"));
         assert!(p("-f x -b 5M -- -bogus").unwrap_err().to_string().contains("-bogus"));
+        assert!(p("-f x -b 5M --qfq-agg 3 -- -alg qfq").unwrap_err().to_string().contains("--qfq-agg '3'"));
     }
 
     fn p(s: &str) -> Result<Option<VmArgs>> {

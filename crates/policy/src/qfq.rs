@@ -483,6 +483,32 @@ mod tests {
         assert!((290..=310).contains(&a), "a got {a} of 400");
     }
 
+    /// The seed's flowsets with two of its 17 flows sending: the 15 idle weight-1 flows count in the
+    /// weight sum that paces V (as in sched16's dn_sched_qfq.c and Linux's sch_qfq.c), yet the two
+    /// backlogged flows still split the outlet 100:1 (V catches up with the smallest start time
+    /// whenever nothing is eligible).
+    #[test]
+    fn idle_configured_classes_slow_v_but_leave_the_active_shares_alone() {
+        let flows: Vec<FlowWeight> =
+            std::iter::once(FlowWeight::new(100, 1500)).chain(std::iter::repeat_n(FlowWeight::new(1, 1500), 16)).collect();
+        let mut q = Qfq::new(&flows);
+        assert_eq!(q.iwsum, ONE_FP / 116);
+        for i in 0..2020u32 {
+            q.enqueue(Message::new('a', 0, 1).with_bytes(1500)).unwrap();
+            if i < 40 {
+                q.enqueue(Message::new('b', 1, 1).with_bytes(1500)).unwrap();
+            }
+        }
+        let v0 = q.v;
+        let first = q.dequeue().unwrap();
+        // One 1500-byte packet advances V by 1500 / 116 (fixed point), unless V had to jump.
+        assert!(q.v == v0 + 1500 * (ONE_FP / 116) || first.item == 'b', "V {v0} -> {}", q.v);
+        let s: String = std::iter::once(first.item).chain((1..2020).map(|_| q.dequeue().unwrap().item)).collect();
+        let b = s.matches('b').count();
+        // 100:1 over 2020 packets is 20 for flow 1.
+        assert!((18..=22).contains(&b), "flow 1 got {b} of 2020");
+    }
+
     #[test]
     fn drains_everything_and_refuses_unknown_flows() {
         let mut q = Qfq::new(&[FlowWeight::new(1, 64), FlowWeight::new(10, 1500), FlowWeight::new(2, 9000)]);

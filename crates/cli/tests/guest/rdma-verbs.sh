@@ -2,12 +2,19 @@
 # Runs inside the QEMU guest (crates/cli/tests/rdma_verbs.rs boots it): schedlab rdma --backend
 # verbs over Soft-RoCE (rdma_rxe) for the seed's command lines, perftest beside it, and two
 # concurrent flows shaped by a tbf on a veth (verbs, then the emulated backend over the same path).
-# Usage: sh rdma-verbs.sh SCHEDLAB OUTDIR PHASES   (PHASES: any of "ops perf share", space-separated)
+# Usage: sh rdma-verbs.sh SCHEDLAB OUTDIR [PHASES [OPS_N [PERF_PAIRS [PERF_BW_N [PERF_LAT_N]]]]]
+#   PHASES: any of "ops perf share", space-separated (default all); OPS_N messages per seed command
+#   line (default 40); PERF_PAIRS paired perftest trials (default 5) of PERF_BW_N x 64 KiB (default
+#   30) and PERF_LAT_N x 64 B (default 100).
 # Every result goes to OUTDIR (shared with the host); the host judges them. One line per step goes
 # to OUTDIR/steps.txt: "NAME rc=N" for every command run, so a missing file is explained.
 B=$1
 D=$2
 PHASES=${3:-"ops perf share"}
+OPS_N=${4:-40}
+PERF_PAIRS=${5:-5}
+PERF_BW_N=${6:-30}
+PERF_LAT_N=${7:-100}
 cd "$D" || exit 90
 A=198.18.0.1
 Z=198.18.0.2
@@ -77,10 +84,12 @@ pair() {
 }
 
 case " $PHASES " in *" ops "*)
-    # The seed's command lines (scaled down): every -O, busy and event polling.
+    # The seed's command lines (scaled down to OPS_N messages, default 40): every -O, busy and
+    # event polling.
+    N=$OPS_N
     for op in 0 1 2 3; do
-        pair "op$op-busy" 18515 -F -s 65536 -n 100 -O $op
-        pair "op$op-event" 18515 -F -e -s 65536 -n 100 -O $op
+        pair "op$op-busy" 18515 -F -s 65536 -n "$N" -O $op
+        pair "op$op-event" 18515 -F -e -s 65536 -n "$N" -O $op
     done
     # SEND with a receive pipeline shorter than the run (the re-posting path), small messages.
     pair "op3-depth4" 18515 -F -s 4096 -n 300 -O 3 -t 4
@@ -88,9 +97,12 @@ case " $PHASES " in *" ops "*)
 esac
 
 case " $PHASES " in *" perf "*)
-    # Same bytes and iterations: schedlab's WRITE (one request in flight, as the seed) between two
-    # runs of ib_write_bw with one request in flight (-t 1); schedlab's 64-byte WRITE latency between
-    # two runs of ib_write_lat. The two perftest runs show the machine's own swing.
+    # Paired trials (PERF_PAIRS of them): in pair i, schedlab's WRITE (one request in
+    # flight, as the seed) and ib_write_bw -t 1 with the same bytes and iterations back to back, the
+    # order swapped every pair (perftest first in odd pairs); then schedlab's 64-byte WRITE latency
+    # and ib_write_lat the same way. The host takes the median of the paired ratios with its
+    # distribution-free interval, and perftest's own swing from its trials. Trials are short (the
+    # kernel stage has a budget): PERF_BW_N x 64 KiB, PERF_LAT_N x 64 B.
     pf() { # NAME PORT TOOL ARGS...
         n=$1
         port=$2
@@ -103,12 +115,27 @@ case " $PHASES " in *" perf "*)
         wait $sp
         step "$n.srv" $?
     }
-    pf pf-bw-1 18516 ib_write_bw -s 65536 -n 200 -t 1 --report_gbits
-    pair perf-bw 18515 -F -s 65536 -n 200 -O 0
-    pf pf-bw-2 18517 ib_write_bw -s 65536 -n 200 -t 1 --report_gbits
-    pf pf-lat-1 18518 ib_write_lat -s 64 -n 500
-    pair perf-lat 18515 -F -s 64 -n 500 -O 0
-    pf pf-lat-2 18519 ib_write_lat -s 64 -n 500
+    K=$PERF_PAIRS
+    NB=$PERF_BW_N
+    NL=$PERF_LAT_N
+    echo "$K $NB $NL" >perf-plan.txt
+    # (not i: wait_listen counts with i)
+    k=1
+    while [ "$k" -le "$K" ]; do
+        pp=$((18530 + 2 * k))
+        if [ $((k % 2)) -eq 1 ]; then
+            pf "pf-bw-$k" "$pp" ib_write_bw -s 65536 -n "$NB" -t 1 --report_gbits
+            pair "perf-bw-$k" 18515 -F -s 65536 -n "$NB" -O 0
+            pf "pf-lat-$k" $((pp + 1)) ib_write_lat -s 64 -n "$NL"
+            pair "perf-lat-$k" 18515 -F -s 64 -n "$NL" -O 0
+        else
+            pair "perf-bw-$k" 18515 -F -s 65536 -n "$NB" -O 0
+            pf "pf-bw-$k" "$pp" ib_write_bw -s 65536 -n "$NB" -t 1 --report_gbits
+            pair "perf-lat-$k" 18515 -F -s 64 -n "$NL" -O 0
+            pf "pf-lat-$k" $((pp + 1)) ib_write_lat -s 64 -n "$NL"
+        fi
+        k=$((k + 1))
+    done
     ;;
 esac
 

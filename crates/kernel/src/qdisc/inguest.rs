@@ -88,8 +88,20 @@ pub fn tc_commands(plan: &Plan) -> Vec<String> {
         Alg::FqCodel => {
             c.push(format!("tc qdisc add dev veth0 parent 1:1 handle 10: fq_codel limit {}", u64::from(q) * n as u64))
         }
+        Alg::Drr => c.push("tc qdisc add dev veth0 parent 1:1 handle 10: drr".to_string()),
+        // Linux's qfq fixes its classes per aggregate when the qdisc is created, from the device's
+        // txqueuelen: min(txqueuelen + 1, 8) rounded down to a power of two (qfq_init_qdisc). Set
+        // it for that moment only; the leaves' pfifo limits are explicit.
+        Alg::Qfq => {
+            c.push(format!("ip link set dev veth0 txqueuelen {}", plan.qfq_agg_classes.max(1) - 1));
+            c.push("tc qdisc add dev veth0 parent 1:1 handle 10: qfq".to_string());
+            c.push("ip link set dev veth0 txqueuelen 1000".to_string());
+        }
+        _ => {}
+    }
+    match plan.alg {
+        Alg::Fifo | Alg::Fq | Alg::FqCodel => {}
         Alg::Drr | Alg::Qfq => {
-            c.push(format!("tc qdisc add dev veth0 parent 1:1 handle 10: {}", plan.alg.qdisc()));
             for i in 0..=n {
                 let class = i + 1;
                 let spec = match (plan.alg, i < n) {
@@ -503,6 +515,13 @@ mod tests {
         let c = tc_commands(&plan(Alg::Qfq)).join("\n");
         assert!(c.contains("classid 10:1 qfq weight 100 maxpkt 1500"), "{c}");
         assert!(c.contains("classid 10:2 qfq weight 1 maxpkt 1500"), "{c}");
+        // Linux's 8 classes per aggregate: txqueuelen 7 while the qdisc is created, then back.
+        let q = c.find("handle 10: qfq").unwrap();
+        assert!(c[..q].ends_with("ip link set dev veth0 txqueuelen 7\ntc qdisc add dev veth0 parent 1:1 "), "{c}");
+        assert!(c[q..].starts_with("handle 10: qfq\nip link set dev veth0 txqueuelen 1000\n"), "{c}");
+        let mut p = plan(Alg::Qfq);
+        p.qfq_agg_classes = 1;
+        assert!(tc_commands(&p).join("\n").contains("txqueuelen 0\n"));
         let c = tc_commands(&plan(Alg::Prio)).join("\n");
         assert!(c.contains("dport 5001 0xffff flowid 10:1"), "{c}");
         assert!(c.contains("dport 5002 0xffff flowid 10:2"), "{c}");

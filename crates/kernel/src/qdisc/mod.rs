@@ -115,6 +115,92 @@ pub struct Plan {
     /// The traffic file's name, as given.
     pub traffic: String,
     pub seed: u64,
+    /// qfq only: classes per aggregate in Linux's QFQ+ (1, 2, 4 or 8; Linux's own default, on a
+    /// device whose txqueuelen is at least 7, is 8). Linux groups up to this many classes of equal
+    /// weight and max length into one aggregate, scheduled as one flow of their summed weight, idle
+    /// members included (see [`qfq_plus_shares`]). Plans written before this field ran with 8.
+    #[serde(default = "linux_default_agg_classes")]
+    pub qfq_agg_classes: u32,
+}
+
+/// Linux's classes per qfq aggregate on a device with txqueuelen >= 7 (veth: 1000).
+pub const LINUX_QFQ_AGG_CLASSES: u32 = 8;
+
+fn linux_default_agg_classes() -> u32 {
+    LINUX_QFQ_AGG_CLASSES
+}
+
+/// Linux QFQ+'s fluid shares for the flows in `active` (all backlogged), with at most
+/// `plan.qfq_agg_classes` classes per aggregate.
+///
+/// What net/sched/sch_qfq.c does (Linux 3.8 and later): `qfq_change_class` puts each new class into
+/// the first non-full aggregate of the same (lmax, weight) (`qfq_find_agg`), and `qfq_update_agg`
+/// sets the aggregate's weight to `class_weight × num_classes`, the classes *configured* in it, and
+/// its budget to `num_classes × lmax`. Aggregates are timestamped and scheduled as QFQ flows;
+/// inside one the active classes take turns by DRR with quantum lmax (`agg_dequeue`). So a
+/// backlogged class alone in an aggregate of k configured classes is served as if it had k times
+/// its weight. The classes are created in flow order, as [`inguest::tc_commands`] does (the
+/// catch-all class after them has lmax 1514, longer than any flow's, so it never shares an
+/// aggregate with a flow, and it stays idle). Returns one share per flow (0 for inactive flows);
+/// `None` unless the policy is qfq and some flow is active.
+pub fn qfq_plus_shares(plan: &Plan, active: &[bool]) -> Option<Vec<f64>> {
+    if plan.alg != Alg::Qfq || !active.iter().any(|a| *a) {
+        return None;
+    }
+    let (aggs, agg_of) = qfq_aggregates(plan);
+    let mut active_in = vec![0usize; aggs.len()];
+    for (i, a) in agg_of.iter().enumerate() {
+        if active.get(i).copied().unwrap_or(false) {
+            active_in[*a] += 1;
+        }
+    }
+    let agg_weight = |a: usize| f64::from(aggs[a].0) * aggs[a].1 as f64;
+    let total: f64 = (0..aggs.len()).filter(|&a| active_in[a] > 0).map(agg_weight).sum();
+    Some(
+        agg_of
+            .iter()
+            .enumerate()
+            .map(
+                |(i, &a)| {
+                    if active.get(i).copied().unwrap_or(false) {
+                        agg_weight(a) / total / active_in[a] as f64
+                    } else {
+                        0.0
+                    }
+                },
+            )
+            .collect(),
+    )
+}
+
+/// Whether Linux's qfq puts two or more of the plan's flows into one aggregate (then it is QFQ+,
+/// not the QFQ of the seed, the harness and the model, whenever a member of an aggregate idles).
+pub fn qfq_aggregates_merge(plan: &Plan) -> bool {
+    plan.alg == Alg::Qfq && qfq_aggregates(plan).0.iter().any(|a| a.1 > 1)
+}
+
+/// Linux's aggregates for the plan's flows: (class weight, configured classes) per aggregate, and
+/// each flow's aggregate.
+fn qfq_aggregates(plan: &Plan) -> (Vec<(u32, usize)>, Vec<usize>) {
+    let per_agg = plan.qfq_agg_classes.max(1) as usize;
+    // Aggregate of each flow: consecutive classes of one (lmax, weight) fill an aggregate in turn.
+    let mut filling: std::collections::HashMap<(u32, u32), (usize, usize)> = std::collections::HashMap::new();
+    let mut aggs: Vec<(u32, usize)> = Vec::new(); // (class weight, configured classes)
+    let mut agg_of = Vec::with_capacity(plan.flows.len());
+    for f in &plan.flows {
+        let key = (f.max_len, f.weight);
+        let slot = match filling.get(&key) {
+            Some(&(a, n)) if n < per_agg => (a, n + 1),
+            _ => {
+                aggs.push((f.weight, 0));
+                (aggs.len() - 1, 1)
+            }
+        };
+        filling.insert(key, slot);
+        aggs[slot.0].1 = slot.1;
+        agg_of.push(slot.0);
+    }
+    (aggs, agg_of)
 }
 
 /// Smallest and largest packet the kernel path can carry: Ethernet + IPv4 + UDP headers (42 bytes)
@@ -156,6 +242,9 @@ impl Plan {
             }
         }
         if self.alg == Alg::Qfq {
+            if ![1, 2, 4, 8].contains(&self.qfq_agg_classes) {
+                return Err(format!("{} classes per qfq aggregate: Linux takes 1, 2, 4 or 8", self.qfq_agg_classes));
+            }
             if let Some((i, f)) = self.flows.iter().enumerate().find(|(_, f)| f.weight > 1024) {
                 return Err(format!("flow {i}: weight {} but the kernel's qfq takes at most 1024", f.weight));
             }
@@ -234,6 +323,10 @@ pub struct ShareRow {
     pub kernel: f64,
     pub model: Option<f64>,
     pub harness: Option<f64>,
+    /// qfq with more than one class per aggregate: Linux QFQ+'s fluid share ([`qfq_plus_shares`]
+    /// over the flows that delivered anything), the reference the kernel is then judged against.
+    #[serde(default)]
+    pub qfq_plus: Option<f64>,
     pub kernel_backlogged: bool,
     pub kernel_delay_p50_us: Option<f64>,
     pub model_delay_p50_us: Option<f64>,
@@ -273,6 +366,12 @@ pub fn compare(
     guest_wall_s: f64,
 ) -> QdiscReport {
     let p50 = |f: Option<&FlowResult>| f.and_then(|f| f.delay_us.as_ref()).map(|s| s.p50);
+    let plus = qfq_aggregates_merge(&plan)
+        .then(|| {
+            let active: Vec<bool> = (0..plan.flows.len()).map(|i| kernel.flows.get(i).is_some_and(|f| f.bytes > 0)).collect();
+            qfq_plus_shares(&plan, &active)
+        })
+        .flatten();
     let rows: Vec<ShareRow> = kernel
         .flows
         .iter()
@@ -285,6 +384,7 @@ pub fn compare(
                 kernel: k.share,
                 model: m.map(|f| f.share),
                 harness: h.map(|f| f.share),
+                qfq_plus: plus.as_ref().and_then(|p| p.get(k.flow).copied()),
                 kernel_backlogged: k.backlogged,
                 kernel_delay_p50_us: k.delay_us.as_ref().map(|s| s.p50),
                 model_delay_p50_us: p50(m),
@@ -329,8 +429,12 @@ fn judge(plan: &Plan, kernel: &KernelAnswer, rows: &[ShareRow]) -> (String, Opti
         return ("not judged: no flow was backlogged in the kernel".into(), None);
     }
     let mut bad = Vec::new();
+    // With aggregates of several classes the kernel runs QFQ+, not the QFQ of the model and the
+    // harness: it is judged against QFQ+'s fluid shares instead.
+    let plus = qfq_aggregates_merge(plan);
     for r in &judged {
-        for (name, v) in [("model", r.model), ("harness", r.harness)] {
+        let refs = if plus { vec![("qfq+", r.qfq_plus)] } else { vec![("model", r.model), ("harness", r.harness)] };
+        for (name, v) in refs {
             if let Some(v) = v {
                 if (v - r.kernel).abs() > TOLERANCE {
                     bad.push(format!("flow {} kernel {:.4} vs {name} {:.4}", r.flow, r.kernel, v));
@@ -340,6 +444,14 @@ fn judge(plan: &Plan, kernel: &KernelAnswer, rows: &[ShareRow]) -> (String, Opti
     }
     let unsat = rows.len() - judged.len();
     let note = if unsat > 0 { format!(" ({unsat} flow(s) not backlogged, not judged)") } else { String::new() };
+    let note = if plus {
+        format!(
+            "{note} (Linux's qfq is QFQ+ and puts up to {} classes of one weight and max length into an aggregate weighing all of them, idle or not: judged against QFQ+'s fluid shares, not the model's and the harness's QFQ; --qfq-agg 1 gives one class per aggregate)",
+            plan.qfq_agg_classes
+        )
+    } else {
+        note
+    };
     if bad.is_empty() {
         (format!("agree: {} backlogged flow(s) within {TOLERANCE} of each other's shares{note}", judged.len()), Some(true))
     } else {
@@ -383,18 +495,24 @@ impl QdiscReport {
             k.receiver_drops,
             if k.saturated { "saturated" } else { "NOT saturated" }
         );
-        let _ = writeln!(s, "flow  weight   kernel    model  harness  backlogged  delay p50 us (kernel / model / harness)");
+        let plus = self.rows.iter().any(|r| r.qfq_plus.is_some());
+        let _ = writeln!(
+            s,
+            "flow  weight   kernel    model  harness{}  backlogged  delay p50 us (kernel / model / harness)",
+            if plus { "     qfq+" } else { "" }
+        );
         let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
         let d = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
         for r in &self.rows {
             let _ = writeln!(
                 s,
-                "{:>4}  {:>6}  {:>7.4}  {:>7}  {:>7}  {:>10}  {} / {} / {}",
+                "{:>4}  {:>6}  {:>7.4}  {:>7}  {:>7}{}  {:>10}  {} / {} / {}",
                 r.flow,
                 r.weight,
                 r.kernel,
                 f(r.model),
                 f(r.harness),
+                if plus { format!("  {:>7}", f(r.qfq_plus)) } else { String::new() },
                 if r.kernel_backlogged { "yes" } else { "no" },
                 d(r.kernel_delay_p50_us),
                 d(r.model_delay_p50_us),
@@ -419,6 +537,7 @@ pub(crate) fn test_plan(alg: Alg) -> Plan {
         warmup_s: 1.0,
         traffic: "t".into(),
         seed: 1,
+        qfq_agg_classes: LINUX_QFQ_AGG_CLASSES,
     }
 }
 
@@ -474,6 +593,61 @@ mod tests {
         assert_eq!(r.agree, None);
     }
 
+    /// The seed's flowsets: flow 0 weight 100, flows 1..=16 weight 1, all max length 1500.
+    fn seed_plan(agg: u32) -> Plan {
+        let mut p = plan(Alg::Qfq);
+        p.flows = std::iter::once(Flow { weight: 100, max_len: 1500 })
+            .chain(std::iter::repeat_n(Flow { weight: 1, max_len: 1500 }, 16))
+            .collect();
+        p.qfq_agg_classes = agg;
+        p
+    }
+
+    #[test]
+    fn qfq_plus_weighs_an_aggregate_by_its_configured_classes() {
+        let mut active = vec![false; 17];
+        active[0] = true;
+        active[1] = true;
+        // Eight weight-1 classes per aggregate: flow 1 alone in an aggregate of weight 8.
+        let s = qfq_plus_shares(&seed_plan(8), &active).unwrap();
+        assert!((s[0] - 100.0 / 108.0).abs() < 1e-12, "{s:?}");
+        assert!((s[1] - 8.0 / 108.0).abs() < 1e-12, "{s:?}");
+        assert!(s[2..].iter().all(|x| *x == 0.0));
+        // One class per aggregate: plain QFQ's 100:1.
+        let s = qfq_plus_shares(&seed_plan(1), &active).unwrap();
+        assert!((s[0] - 100.0 / 101.0).abs() < 1e-12, "{s:?}");
+        // Flows 1 and 2 in the same aggregate of 4 split its weight 4 by DRR; flow 5 opens the
+        // second aggregate (flows 5..=8), weight 4 too.
+        let mut active = vec![false; 17];
+        for i in [1, 2, 5] {
+            active[i] = true;
+        }
+        let s = qfq_plus_shares(&seed_plan(4), &active).unwrap();
+        assert!((s[1] - 0.25).abs() < 1e-12 && (s[2] - 0.25).abs() < 1e-12 && (s[5] - 0.5).abs() < 1e-12, "{s:?}");
+        assert!(qfq_plus_shares(&plan(Alg::Drr), &[true, true]).is_none());
+        // Flows merge into an aggregate only where two share a weight and a max length.
+        assert!(qfq_aggregates_merge(&seed_plan(8)) && qfq_aggregates_merge(&seed_plan(2)));
+        assert!(!qfq_aggregates_merge(&seed_plan(1)) && !qfq_aggregates_merge(&plan(Alg::Qfq)));
+    }
+
+    #[test]
+    fn qfq_with_aggregates_is_judged_against_qfq_plus_not_the_model() {
+        let mut k = answer(&[(0.93, true), (0.07, true)], true);
+        k.flows.extend((2..17).map(|i| FlowResult { flow: i, ..Default::default() }));
+        for f in &mut k.flows[..2] {
+            f.bytes = 1;
+        }
+        let m = other(&[0.99, 0.01]);
+        let r = compare(seed_plan(8), k.clone(), Some(m.clone()), None, None, 1.0);
+        assert_eq!(r.agree, Some(true), "{}", r.verdict);
+        assert!(r.verdict.contains("QFQ+"), "{}", r.verdict);
+        assert!(r.text().contains("qfq+"), "{}", r.text());
+        // The same kernel figures with one class per aggregate: the model's 0.99 is the reference.
+        let r = compare(seed_plan(1), k, Some(m), None, None, 1.0);
+        assert_eq!(r.agree, Some(false), "{}", r.verdict);
+        assert!(r.rows.iter().all(|r| r.qfq_plus.is_none()));
+    }
+
     #[test]
     fn plans_the_kernel_cannot_carry_are_refused_with_the_client_named() {
         let mut p = plan(Alg::Qfq);
@@ -482,6 +656,9 @@ mod tests {
         let mut p = plan(Alg::Qfq);
         p.flows[0].weight = 5000;
         assert!(p.validate().unwrap_err().contains("1024"));
+        let mut p = plan(Alg::Qfq);
+        p.qfq_agg_classes = 3;
+        assert!(p.validate().unwrap_err().contains("1, 2, 4 or 8"));
         assert!(plan(Alg::Drr).validate().is_ok());
     }
 }

@@ -132,6 +132,7 @@ mod tests {
             warmup_s: 1.0,
             traffic: "t".into(),
             seed: 1,
+            qfq_agg_classes: super::super::LINUX_QFQ_AGG_CLASSES,
         }
     }
 
