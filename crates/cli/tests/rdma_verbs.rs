@@ -280,7 +280,11 @@ fn write_bandwidth_and_latency_beside_perftest() {
     // bytes and iterations on both sides. perftest's rows: #bytes #iterations, then (bw) BW-peak
     // BW-average MsgRate or (lat) t_min t_max t_typical t_avg ... ib_write_lat's t_typical is half
     // a ping-pong; schedlab's latency is post to completion of one WRITE (data out, ACK back), a
-    // round trip: set beside 2 x t_typical.
+    // round trip: set beside 2 x t_typical. The two are not the same quantity: ib_write_lat's
+    // round trip includes the remote program seeing the write in its polling loop and writing
+    // back, schedlab's only the transport's ACK. Under emulation that turnaround is most of the
+    // time (2026-11-28: schedlab 0.47 [0.35-0.68] of 2 x t_typical), so latency is printed with
+    // its interval and not judged; bandwidth (the same work on both sides) is.
     let (mut bw, mut lat) = (Vec::new(), Vec::new());
     for i in 1..=PERF_PAIRS {
         for s in
@@ -300,9 +304,10 @@ fn write_bandwidth_and_latency_beside_perftest() {
         lat.push((ol["lat_us"]["p50"].as_f64().unwrap(), 2.0 * pf(&format!("pf-lat-{i}.cli"), 64.0, PERF_LAT_N, 4)));
     }
     let mut verdicts = Vec::new();
-    for (what, pairs, unit) in [
-        (format!("WRITE bandwidth, {PERF_BW_N} x 64 KiB, one request in flight (ib_write_bw -t 1)"), &bw, "Gb/s"),
-        (format!("WRITE latency p50, {PERF_LAT_N} x 64 B (ib_write_lat: 2 x t_typical)"), &lat, "us"),
+    let mut not_judged = Vec::new();
+    for (what, pairs, unit, judged) in [
+        (format!("WRITE bandwidth, {PERF_BW_N} x 64 KiB, one request in flight (ib_write_bw -t 1)"), &bw, "Gb/s", true),
+        (format!("WRITE latency p50, {PERF_LAT_N} x 64 B (ib_write_lat: 2 x t_typical)"), &lat, "us", false),
     ] {
         let ratios: Vec<f64> = pairs.iter().map(|(o, p)| o / p).collect();
         let (med, ci) = median_ci(&ratios);
@@ -322,17 +327,23 @@ fn write_bandwidth_and_latency_beside_perftest() {
         println!("  median paired ratio schedlab/perftest {}", fmt(med, ci));
         println!("  perftest's own swing: {lo:.4}-{hi:.4} {unit} ({:.2}x); trial to the one before {}", hi / lo, fmt(smed, sci));
         let v = judge_within_10(ci);
-        println!("  within 10%: {v:?}");
-        verdicts.push((what, v, fmt(med, ci)));
+        if judged {
+            println!("  within 10%: {v:?}");
+            verdicts.push((what, v, fmt(med, ci)));
+        } else {
+            println!("  within 10%: not judged (post to completion against a ping-pong's round trip: {v:?})");
+            not_judged.push(format!("{what}: {} (post to completion against a ping-pong; printed, not judged)", fmt(med, ci)));
+        }
     }
     for (what, v, r) in &verdicts {
         assert_ne!(*v, Within10::No, "{what}: the median paired ratio {r} lies wholly outside [0.9, 1.1]");
     }
-    let unsure: Vec<String> =
+    let mut unsure: Vec<String> =
         verdicts.iter().filter(|v| v.1 == Within10::CannotTell).map(|(w, _, r)| format!("{w}: {r}")).collect();
+    unsure.extend(not_judged);
     if !unsure.is_empty() {
         // Not a pass: the interval is too wide (or straddles a limit) on this machine.
-        skip!("cannot tell whether within 10% of perftest (interval not inside [0.9, 1.1]): {}", unsure.join("; "));
+        skip!("not shown within 10% of perftest: {}", unsure.join("; "));
     }
 }
 
