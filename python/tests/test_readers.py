@@ -97,6 +97,7 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
         tmp_path,
     )
     run([schedlab_bin, "sched", "-t", "2", "-d", "0.2", "-p", "ts-", "--json", "sched.json"], tmp_path)
+    run([schedlab_bin, "sched", "-t", "2", "-d", "0.1", "--repeat", "2", "-p", "tsr-", "--json", "sched-r.json"], tmp_path)
     run([schedlab_bin, "trylock", "-n", "2", "-F", "-t", "0.02", "--json", "trylock.json"], tmp_path)
     run([schedlab_bin, "notify", "-S", "-n", "1", "--gap-us", "5", "--json", "notify.json"], tmp_path)
     run([schedlab_bin, "semtest", "-n", "1", "-i", "200", "--interval", "0", "--json", "semtest.json"], tmp_path)
@@ -141,6 +142,7 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
         "schedlab.rdma-share": tmp_path / "r.json",
         "schedlab.echo-bench": tmp_path / "eb" / "results.json",
         "schedlab.sched": tmp_path / "sched.json",
+        "schedlab.sched-repeat": tmp_path / "sched-r.json",
         "schedlab.trylock": tmp_path / "trylock.json",
         "schedlab.notify": tmp_path / "notify.json",
         "schedlab.semtest": tmp_path / "semtest.json",
