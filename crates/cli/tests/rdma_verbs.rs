@@ -89,6 +89,9 @@ fn run_guest(phases: &str, timeout_s: u64) -> Result<tempfile::TempDir, NoRun> {
     let t0 = std::time::Instant::now();
     let out = guest::run(&k, &cfg, &argv).map_err(|e| NoRun::Fail(format!("the guest run failed: {e}")))?;
     eprintln!("guest run ({phases}): {:.1} s", t0.elapsed().as_secs_f64());
+    for f in &out.failed_boots {
+        eprintln!("note: a guest boot died before the script started ({f}); booted again");
+    }
     if out.exit != 0 {
         return Err(NoRun::Fail(format!(
             "guest script exit {}; steps:\n{}\nstderr:\n{}\nconsole:\n{}",

@@ -34,11 +34,14 @@ Options:
   --write DIR      share host folder DIR read-write at its own path (repeatable)
   --cpus N         guest CPUs (default 2)
   --mem MB         guest memory in MiB (default 1024)
+  --append ARG     one more word for the guest kernel's command line, e.g. tsc=unstable (repeatable)
   --console        print the guest's serial console (kernel messages) to stderr afterwards
   --prepare        only fetch the kernel and build the initramfs, then print what is ready
 
 Exit status: CMD's own; 77 when no guest can run here (the one-line reason says why: no QEMU,
 no kernel package known to apt, no space); 124 on timeout; 1 when the guest itself failed.
+A boot whose kernel dies before CMD starts (rare under emulation) is booted again, up to 3 boots,
+each noted on stderr.
 
 Example: schedlab vm -- uname -r
 ";
@@ -85,6 +88,7 @@ fn parse_vm(args: &[String]) -> Result<Option<VmArgs>> {
                     .filter(|n| (256..=65536).contains(n))
                     .with_context(|| format!("--mem '{v}': expected 256..=65536 MiB"))?;
             }
+            "--append" => cfg.append.push(val("--append")?),
             "--console" => console = true,
             "--prepare" => prepare_only = true,
             "--" => {
@@ -146,6 +150,9 @@ pub fn vm_main(args: Vec<OsString>) -> Result<i32> {
     }
     match guest::run(&kernel, &parsed.cfg, &parsed.argv) {
         Ok(out) => {
+            for f in &out.failed_boots {
+                eprintln!("schedlab vm: note: a boot died before the command started ({f}); booted again");
+            }
             // Output first (files the caller redirects), then the console on request.
             std::io::stdout().write_all(&out.stdout).context("writing to stdout")?;
             std::io::stdout().flush().context("writing to stdout")?;
@@ -448,6 +455,7 @@ mod tests {
         assert!(p("--timeout x -- true").unwrap_err().to_string().contains("--timeout 'x'"));
         assert!(p("--timeout -1 -- true").unwrap_err().to_string().contains("--timeout"));
         assert!(p("--cpus 0 -- true").unwrap_err().to_string().contains("--cpus"));
+        assert_eq!(p("--append tsc=unstable --append nokaslr -- true").unwrap().unwrap().cfg.append, ["tsc=unstable", "nokaslr"]);
         assert!(p("--bogus -- true").unwrap_err().to_string().contains("--bogus"));
         assert!(p("--timeout 5").unwrap_err().to_string().contains("no command"));
     }

@@ -44,6 +44,26 @@ fn a_real_boot_runs_one_command_and_returns_its_output_and_exit_status() {
 }
 
 #[test]
+fn a_boot_that_dies_before_the_command_is_retried_and_then_reported() {
+    let mut cfg = config();
+    let k = match kernel(&cfg) {
+        Ok(k) => k,
+        Err(u) => skip!("{u}"),
+    };
+    // No init in the initramfs and no root device: every boot panics before the command starts.
+    cfg.append = vec!["rdinit=/no-such-init".into()];
+    cfg.timeout = Duration::from_secs(120);
+    let argv: Vec<String> = ["true"].map(String::from).into();
+    match guest::run(&k, &cfg, &argv) {
+        Err(GuestError::BootFailed { attempts, console_tail }) => {
+            assert_eq!(attempts, guest::BOOT_ATTEMPTS);
+            assert!(console_tail.contains("Kernel panic"), "{console_tail}");
+        }
+        other => panic!("expected a boot failure after {} boots, got {other:?}", guest::BOOT_ATTEMPTS),
+    }
+}
+
+#[test]
 fn the_timeout_kills_qemu_and_leaves_no_process() {
     let mut cfg = config();
     let scratch = std::env::temp_dir().join(format!("schedlab-timeout-test-{}", std::process::id()));

@@ -107,6 +107,9 @@ pub fn kernel(cfg: &QdiscConfig, scratch: &Path) -> Result<(KernelAnswer, Option
     gcfg.env.push(("SCHEDLAB_IN_GUEST".into(), "1".into()));
     let argv = vec![cfg.exe.display().to_string(), "qdisc".into(), "--in-guest".into(), plan_path.display().to_string()];
     let out = guest::run(&k, &gcfg, &argv)?;
+    for f in &out.failed_boots {
+        log(&format!("note: a guest boot died before the command started ({f}); booted again"));
+    }
     if out.exit != 0 {
         return Err(GuestError::Invalid(format!(
             "the guest side failed (exit {}): {}",
