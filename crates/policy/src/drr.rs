@@ -416,7 +416,13 @@ mod flow_props {
     use proptest::prelude::*;
 
     fn each_policy(flows: &[FlowWeight]) -> Vec<Box<dyn Policy<(u32, u32)>>> {
-        vec![Box::new(Drr::new(flows)), Box::new(Wf2qPlus::new(flows)), Box::new(Qfq::new(flows))]
+        vec![
+            Box::new(Drr::new(flows)),
+            Box::new(Wf2qPlus::new(flows)),
+            Box::new(Qfq::new(flows)),
+            Box::new(Qfq::with_aggregates(flows, 2)),
+            Box::new(Qfq::with_aggregates(flows, 8)),
+        ]
     }
 
     #[derive(Clone, Debug)]
@@ -432,6 +438,54 @@ mod flow_props {
         ]
     }
 
+    fn every_packet_once(flows: &[FlowWeight], ops: &[Op]) -> Result<(), TestCaseError> {
+        for mut p in each_policy(flows) {
+            let mut next_msg = 0u32;
+            let mut expect: Vec<std::collections::VecDeque<(u32, u32)>> = vec![Default::default(); flows.len()];
+            let mut queued = 0u64;
+            let mut run = |p: &mut Box<dyn Policy<(u32, u32)>>, op: &Op, queued: &mut u64| -> Result<(), TestCaseError> {
+                match *op {
+                    Op::Enq { flow, packets, bytes } => {
+                        let r = p.enqueue(Message::new((flow, next_msg), flow, packets).with_bytes(bytes));
+                        if (flow as usize) < flows.len() {
+                            prop_assert!(r.is_ok());
+                            for k in 0..packets {
+                                expect[flow as usize].push_back((next_msg, packets - 1 - k));
+                            }
+                            *queued += u64::from(packets);
+                            next_msg += 1;
+                        } else {
+                            prop_assert_eq!(r, Err(PolicyError::UnknownFlow { flow, flows: flows.len() }));
+                        }
+                    }
+                    Op::Deq => {
+                        prop_assert_eq!(p.is_empty(), *queued == 0);
+                        match p.dequeue() {
+                            None => prop_assert_eq!(*queued, 0),
+                            Some(pk) => {
+                                let (msg, left) = expect[pk.flow as usize].pop_front().expect("packet from an empty flow");
+                                prop_assert_eq!(pk.item, (pk.flow, msg));
+                                prop_assert_eq!(pk.last, left == 0);
+                                *queued -= 1;
+                            }
+                        }
+                    }
+                }
+                prop_assert_eq!(p.queued_packets(), *queued);
+                Ok(())
+            };
+            for o in ops {
+                run(&mut p, o, &mut queued)?;
+            }
+            while queued > 0 {
+                run(&mut p, &Op::Deq, &mut queued)?;
+            }
+            prop_assert!(p.dequeue().is_none());
+            prop_assert_eq!(p.queued_messages(), 0);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 200 }, ..ProptestConfig::default() })]
 
@@ -443,50 +497,18 @@ mod flow_props {
             ops in proptest::collection::vec(op(), 1..300),
         ) {
             let flows: Vec<FlowWeight> = weights.iter().map(|&(w, l)| FlowWeight::new(w, l)).collect();
-            for mut p in each_policy(&flows) {
-                let mut next_msg = 0u32;
-                let mut expect: Vec<std::collections::VecDeque<(u32, u32)>> = vec![Default::default(); flows.len()];
-                let mut queued = 0u64;
-                let mut run = |p: &mut Box<dyn Policy<(u32, u32)>>, op: &Op, queued: &mut u64| -> Result<(), TestCaseError> {
-                    match *op {
-                        Op::Enq { flow, packets, bytes } => {
-                            let r = p.enqueue(Message::new((flow, next_msg), flow, packets).with_bytes(bytes));
-                            if (flow as usize) < flows.len() {
-                                prop_assert!(r.is_ok());
-                                for k in 0..packets {
-                                    expect[flow as usize].push_back((next_msg, packets - 1 - k));
-                                }
-                                *queued += u64::from(packets);
-                                next_msg += 1;
-                            } else {
-                                prop_assert_eq!(r, Err(PolicyError::UnknownFlow { flow, flows: flows.len() }));
-                            }
-                        }
-                        Op::Deq => {
-                            prop_assert_eq!(p.is_empty(), *queued == 0);
-                            match p.dequeue() {
-                                None => prop_assert_eq!(*queued, 0),
-                                Some(pk) => {
-                                    let (msg, left) = expect[pk.flow as usize].pop_front().expect("packet from an empty flow");
-                                    prop_assert_eq!(pk.item, (pk.flow, msg));
-                                    prop_assert_eq!(pk.last, left == 0);
-                                    *queued -= 1;
-                                }
-                            }
-                        }
-                    }
-                    prop_assert_eq!(p.queued_packets(), *queued);
-                    Ok(())
-                };
-                for o in &ops {
-                    run(&mut p, o, &mut queued)?;
-                }
-                while queued > 0 {
-                    run(&mut p, &Op::Deq, &mut queued)?;
-                }
-                prop_assert!(p.dequeue().is_none());
-                prop_assert_eq!(p.queued_messages(), 0);
-            }
+            every_packet_once(&flows, &ops)?;
+        }
+
+        /// The same with few distinct (weight, max length) pairs, so that QFQ+ puts several flows
+        /// into one aggregate.
+        #[test]
+        fn every_packet_once_with_shared_aggregates(
+            weights in proptest::collection::vec((1u32..3, prop_oneof![Just(64u32), Just(1500u32)]), 1..7),
+            ops in proptest::collection::vec(op(), 1..300),
+        ) {
+            let flows: Vec<FlowWeight> = weights.iter().map(|&(w, l)| FlowWeight::new(w, l)).collect();
+            every_packet_once(&flows, &ops)?;
         }
 
         /// The DRR above makes exactly the decisions of a plain textbook DRR (a `VecDeque` of

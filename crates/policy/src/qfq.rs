@@ -13,6 +13,17 @@
 //! additions: when no group is eligible the virtual time jumps to the smallest group start (work
 //! conservation), and a packet larger than its flow's `max_len` (which the paper excludes) is still
 //! scheduled, with its bucket index clamped instead of overflowing the bucket list.
+//!
+//! **QFQ+** ([`Qfq::with_aggregates`], `qfq+:N`; P. Valente, *Reducing the Execution Time of
+//! Fair-Queueing Schedulers*, Computer Communications 2014) is what Linux's `sch_qfq` runs: flows of
+//! the same weight and maximum length share an *aggregate* of up to N (Linux: 8 on a device with a
+//! long transmit queue), in configuration order. QFQ schedules aggregates, each weighing its weight
+//! times the number of its configured flows, idle or not; inside one, the backlogged flows take
+//! turns by deficit round robin with a quantum of the maximum length (Linux's `agg_dequeue`). So a
+//! lone sending flow in an aggregate of 8 idle ones gets the service of weight 8. Linux serves an
+//! aggregate for a budget of up to N maximum-length packets before choosing again and charges it
+//! then; here it is charged per packet, as QFQ charges a class: the long-run shares are the same,
+//! the order inside a budget can differ. With N = 1 this is QFQ exactly.
 
 use crate::drr::{flow_index, queue_counters, FlowQueue, FlowWeight};
 use crate::rr::Pending;
@@ -61,9 +72,21 @@ fn group_index(inv_w: u64, max_len: u32) -> usize {
     index.min(GROUPS - 1 - MIN_SLOT_SHIFT as usize)
 }
 
+/// One configured flow: its queue and its deficit inside its aggregate.
 #[derive(Debug, Clone)]
-struct Class<T> {
+struct Member<T> {
     q: FlowQueue<T>,
+    deficit: i64,
+}
+
+/// What QFQ schedules: one flow (plain QFQ) or an aggregate of flows of one weight and maximum
+/// length (QFQ+).
+#[derive(Debug, Clone)]
+struct Class {
+    /// The aggregate's backlogged flows (indices into `Qfq::flows`), in deficit-round-robin order.
+    active: std::collections::VecDeque<u32>,
+    /// The flows' maximum length: the aggregate's DRR quantum.
+    lmax: u32,
     inv_w: u64,
     grp: usize,
     s: u64,
@@ -85,7 +108,12 @@ struct Group {
 /// Quick Fair Queueing over configured flows; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Qfq<T> {
-    classes: Vec<Class<T>>,
+    classes: Vec<Class>,
+    flows: Vec<Member<T>>,
+    /// The aggregate (class) of each flow.
+    class_of: Vec<u32>,
+    /// Flows per aggregate at most (1: QFQ).
+    max_agg: u32,
     groups: Vec<Group>,
     bitmaps: [u64; 4],
     v: u64,
@@ -95,16 +123,41 @@ pub struct Qfq<T> {
 }
 
 impl<T: Copy> Qfq<T> {
-    /// One flow per entry of `flows`, numbered from 0.
+    /// QFQ: one flow per entry of `flows`, numbered from 0.
     pub fn new(flows: &[FlowWeight]) -> Self {
+        Self::with_aggregates(flows, 1)
+    }
+
+    /// QFQ+: flows of equal weight and maximum length share aggregates of up to `max_agg` flows
+    /// (at least 1), filled in flow order as Linux's `qfq_find_agg` does; see the module
+    /// documentation. `max_agg` = 1 is [`Qfq::new`].
+    pub fn with_aggregates(flows: &[FlowWeight], max_agg: u32) -> Self {
+        let max_agg = max_agg.max(1);
         let wsum: u64 = flows.iter().map(|f| u64::from(f.weight.max(1))).sum::<u64>().max(1);
-        let classes = flows
+        // (weight, max_len, members) per aggregate, in order of creation.
+        let mut aggs: Vec<(u32, u32, u32)> = Vec::new();
+        let mut class_of = Vec::with_capacity(flows.len());
+        for f in flows {
+            let (w, l) = (f.weight.max(1), f.max_len.max(1));
+            let found = aggs.iter().position(|&(aw, al, n)| aw == w && al == l && n < max_agg);
+            let a = found.unwrap_or_else(|| {
+                aggs.push((w, l, 0));
+                aggs.len() - 1
+            });
+            aggs[a].2 += 1;
+            class_of.push(a as u32);
+        }
+        let classes = aggs
             .iter()
-            .map(|f| {
-                let inv_w = ONE_FP / u64::from(f.weight.max(1));
-                Class { q: FlowQueue::new(), inv_w, grp: group_index(inv_w, f.max_len.max(1)), s: 0, f: 0, next: NONE }
+            .map(|&(w, l, n)| {
+                // Linux's qfq_update_agg: weight = class weight x classes, budget = classes x lmax.
+                let inv_w = ONE_FP / (u64::from(w) * u64::from(n));
+                let budget = l.saturating_mul(n);
+                let active = std::collections::VecDeque::new();
+                Class { active, lmax: l, inv_w, grp: group_index(inv_w, budget), s: 0, f: 0, next: NONE }
             })
             .collect();
+        let flows_q = flows.iter().map(|f| Member { q: FlowQueue::new(), deficit: i64::from(f.max_len.max(1)) }).collect();
         let groups = (0..GROUPS)
             .map(|i| Group {
                 slot_shift: (MIN_SLOT_SHIFT + i as u32).min(62),
@@ -115,7 +168,50 @@ impl<T: Copy> Qfq<T> {
                 slots: [NONE; SLOTS],
             })
             .collect();
-        Qfq { classes, groups, bitmaps: [0; 4], v: 0, iwsum: (ONE_FP / wsum).max(1), messages: 0, packets: 0 }
+        Qfq {
+            classes,
+            flows: flows_q,
+            class_of,
+            max_agg,
+            groups,
+            bitmaps: [0; 4],
+            v: 0,
+            iwsum: (ONE_FP / wsum).max(1),
+            messages: 0,
+            packets: 0,
+        }
+    }
+
+    /// The size of the packet the class would send next: its first backlogged flow's head.
+    #[inline]
+    fn head_bytes(&self, c: usize) -> Option<u32> {
+        let f = *self.classes[c].active.front()?;
+        self.flows[f as usize].q.head_bytes()
+    }
+
+    /// Takes the class's next packet: deficit round robin among its backlogged flows (Linux's
+    /// `agg_dequeue`: the first active flow sends; when it empties it leaves the list; when its
+    /// deficit falls below its next packet it gains a quantum and goes to the back).
+    #[inline]
+    fn take(&mut self, c: usize) -> Packet<T> {
+        let cl = &mut self.classes[c];
+        let f = *cl.active.front().expect("take from an idle class") as usize;
+        let m = &mut self.flows[f];
+        let p = m.q.take();
+        m.deficit -= i64::from(p.bytes);
+        match m.q.head_bytes() {
+            None => {
+                cl.active.pop_front();
+            }
+            Some(next) if m.deficit < i64::from(next) => {
+                m.deficit += i64::from(cl.lmax);
+                if cl.active.len() > 1 {
+                    cl.active.rotate_left(1);
+                }
+            }
+            Some(_) => {}
+        }
+        p
     }
 
     fn calc_state(&self, g: usize) -> usize {
@@ -229,9 +325,10 @@ impl<T: Copy> Qfq<T> {
 
     /// Advances the served class; true when the group's front changed.
     fn update_class(&mut self, g: usize, c: usize) -> bool {
+        let head = self.head_bytes(c);
         let cl = &mut self.classes[c];
         cl.s = cl.f;
-        match cl.q.head_bytes() {
+        match head {
             None => {
                 self.front_slot_remove(g);
             }
@@ -308,7 +405,7 @@ impl<T: Copy> Qfq<T> {
                 }
             }
             let lost = (0..self.classes.len())
-                .filter(|&k| self.classes[k].grp == g && !self.classes[k].q.msgs.is_empty())
+                .filter(|&k| self.classes[k].grp == g && !self.classes[k].active.is_empty())
                 .min_by_key(|&k| self.classes[k].s.wrapping_sub(self.v) as i64);
             match lost {
                 Some(c) => {
@@ -326,11 +423,17 @@ impl<T: Copy> Qfq<T> {
 
 impl<T: Copy> Policy<T> for Qfq<T> {
     fn enqueue(&mut self, msg: Message<T>) -> Result<(), PolicyError> {
-        let c = flow_index(&msg, self.classes.len())?;
-        let was_idle = self.classes[c].q.msgs.is_empty();
-        self.classes[c].q.msgs.push_back(Pending::of(&msg));
+        let fl = flow_index(&msg, self.flows.len())?;
+        let c = self.class_of[fl] as usize;
+        let flow_was_idle = self.flows[fl].q.msgs.is_empty();
+        self.flows[fl].q.msgs.push_back(Pending::of(&msg));
         self.messages += 1;
         self.packets += u64::from(msg.packets);
+        if !flow_was_idle {
+            return Ok(());
+        }
+        let was_idle = self.classes[c].active.is_empty();
+        self.classes[c].active.push_back(fl as u32);
         if !was_idle {
             return Ok(());
         }
@@ -372,7 +475,7 @@ impl<T: Copy> Policy<T> for Qfq<T> {
             return None;
         }
         let (g, c) = self.next_group_and_class();
-        let p = self.classes[c].q.take();
+        let p = self.take(c);
         if p.last {
             self.messages -= 1;
         }
@@ -403,7 +506,11 @@ impl<T: Copy> Policy<T> for Qfq<T> {
 
     queue_counters!();
     fn label(&self) -> String {
-        "QFQ".into()
+        if self.max_agg == 1 {
+            "QFQ".into()
+        } else {
+            format!("QFQ+{}", self.max_agg)
+        }
     }
 }
 
@@ -507,6 +614,44 @@ mod tests {
         let b = s.matches('b').count();
         // 100:1 over 2020 packets is 20 for flow 1.
         assert!((18..=22).contains(&b), "flow 1 got {b} of 2020");
+    }
+
+    /// The seed's flowsets (one flow of weight 100, sixteen of weight 1, all 1500 bytes) with flows
+    /// 0 and 1 backlogged: QFQ+ with N flows per aggregate gives flow 1 the service of its whole
+    /// aggregate (weight N, its idle members included), as Linux's qfq does; N = 1 is QFQ (100:1).
+    #[test]
+    fn qfq_plus_weighs_an_aggregate_by_its_configured_flows() {
+        let flows: Vec<FlowWeight> =
+            std::iter::once(FlowWeight::new(100, 1500)).chain(std::iter::repeat_n(FlowWeight::new(1, 1500), 16)).collect();
+        for (agg, want) in [(1u32, 100.0 / 101.0), (2, 100.0 / 102.0), (4, 100.0 / 104.0), (8, 100.0 / 108.0)] {
+            let mut q = Qfq::with_aggregates(&flows, agg);
+            assert_eq!(q.label(), if agg == 1 { "QFQ".to_string() } else { format!("QFQ+{agg}") });
+            let n = 20_000u32;
+            for _ in 0..n {
+                q.enqueue(Message::new(0u8, 0, 1).with_bytes(1500)).unwrap();
+                q.enqueue(Message::new(1u8, 1, 1).with_bytes(1500)).unwrap();
+            }
+            // Serve fewer packets than either flow holds, so both stay backlogged throughout.
+            let served = 10_000;
+            let a = (0..served).filter(|_| q.dequeue().unwrap().item == 0).count();
+            let share = a as f64 / served as f64;
+            assert!((share - want).abs() < 0.003, "{agg} per aggregate: flow 0 share {share:.4}, QFQ+ fluid {want:.4}");
+        }
+    }
+
+    /// Inside one aggregate the backlogged flows take turns by deficit round robin: two flows of
+    /// one weight and length in one aggregate alternate packet by packet.
+    #[test]
+    fn flows_of_one_aggregate_take_turns() {
+        let flows = [FlowWeight::new(1, 1000), FlowWeight::new(1, 1000)];
+        let mut q = Qfq::with_aggregates(&flows, 2);
+        assert_eq!(q.classes.len(), 1);
+        for _ in 0..4 {
+            q.enqueue(Message::new('a', 0, 1).with_bytes(1000)).unwrap();
+        }
+        q.enqueue(Message::new('b', 1, 3).with_bytes(1000)).unwrap();
+        let s: String = drain(&mut q).into_iter().map(|x| x.0).collect();
+        assert_eq!(s, "abababa");
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! | `drr` | [`Drr`], deficit round robin over weighted flows | `DRR` |
 //! | `wf2qp` (also `wf2q+`) | [`Wf2qPlus`] over weighted flows | `WF2Q+` |
 //! | `qfq` | [`Qfq`] over weighted flows | `QFQ` |
+//! | `qfq+` or `qfq+:N` | [`Qfq::with_aggregates`]: QFQ+ as Linux's `qfq` runs it, up to N flows of one weight and max length per aggregate (default 8, Linux's on a veth) | `QFQ+N` |
 //!
 //! α = 0 is FIFO (`0`, `alpha:0`), and α ≥ 10⁶ is shortest-first (`1e6`), as in the report's listing.
 //!
@@ -86,7 +87,13 @@ pub enum PolicySpec {
     Wf2qPlus,
     /// Quick Fair Queueing over weighted flows.
     Qfq,
+    /// QFQ+ (Linux's `qfq`): up to N flows of one weight and max length per aggregate.
+    QfqPlus(u32),
 }
+
+/// Flows per aggregate of `qfq+` without `:N`: Linux's on a device whose transmit queue holds 7
+/// or more packets (a veth's 1000 among them).
+pub const QFQ_PLUS_DEFAULT_AGG: u32 = 8;
 
 /// What a policy schedules, which tells a front end how to cut traffic into messages and whether
 /// it needs flow weights.
@@ -112,6 +119,9 @@ pub enum SpecError {
     /// A malformed `track:LOW:HIGH[:GAIN]`.
     #[error("policy '{name}': {msg}; write track:LOW:HIGH[:GAIN] (or track-insert:...) with 0 <= LOW <= HIGH <= 1e9 (HIGH may be inf) and 0 <= GAIN <= 1e9, e.g. track:1:100")]
     BadTrack { name: String, msg: String },
+    /// A malformed `qfq+:N`.
+    #[error("policy '{name}': write qfq+:N with N flows per aggregate, 1 to 64 (Linux takes 1, 2, 4 or 8), e.g. qfq+:8")]
+    BadAggregate { name: String },
 }
 
 /// The names a dialect accepts, for error and help texts.
@@ -119,11 +129,11 @@ pub fn vocabulary(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sim => {
             "fifo, rr (= mrr, the report's message round robin), mrr, rr', a number alpha >= 0 (or -2/-1/0 as in the \
-             listing: RR', RR, FIFO; >= 1e6: SF), alpha:X, sf, track:LOW:HIGH[:GAIN], track-insert:LOW:HIGH[:GAIN], prio, drr, wf2qp (wf2q+), qfq"
+             listing: RR', RR, FIFO; >= 1e6: SF), alpha:X, sf, track:LOW:HIGH[:GAIN], track-insert:LOW:HIGH[:GAIN], prio, drr, wf2qp (wf2q+), qfq, qfq+[:N]"
         }
         Dialect::Sched => {
             "fifo, rr (= drr, deficit round robin), drr, wf2qp (wf2q+), qfq, alpha:X or a number alpha >= 0 \
-             (>= 1e6: SF), sf, mrr (message round robin), rr', track:LOW:HIGH[:GAIN], track-insert:LOW:HIGH[:GAIN], prio"
+             (>= 1e6: SF), sf, mrr (message round robin), rr', track:LOW:HIGH[:GAIN], track-insert:LOW:HIGH[:GAIN], prio, qfq+[:N] (QFQ+, N flows per aggregate)"
         }
     }
 }
@@ -178,6 +188,7 @@ impl PolicySpec {
             "drr" => return Ok(PolicySpec::Drr),
             "wf2qp" | "wf2q+" => return Ok(PolicySpec::Wf2qPlus),
             "qfq" => return Ok(PolicySpec::Qfq),
+            "qfq+" => return Ok(PolicySpec::QfqPlus(QFQ_PLUS_DEFAULT_AGG)),
             "alpha" => {
                 return Err(SpecError::BadAlpha {
                     name: s.into(),
@@ -185,6 +196,12 @@ impl PolicySpec {
                 })
             }
             _ => {}
+        }
+        if let Some(v) = low.strip_prefix("qfq+:") {
+            return match v.trim().parse::<u32>() {
+                Ok(n) if (1..=64).contains(&n) => Ok(PolicySpec::QfqPlus(n)),
+                _ => Err(SpecError::BadAggregate { name: s.into() }),
+            };
         }
         if let Some(rest) = low.strip_prefix("track:") {
             let (low, high, gain) = Self::parse_track(s, rest)?;
@@ -297,6 +314,7 @@ impl PolicySpec {
             PolicySpec::Drr => "drr".into(),
             PolicySpec::Wf2qPlus => "wf2qp".into(),
             PolicySpec::Qfq => "qfq".into(),
+            PolicySpec::QfqPlus(n) => format!("qfq+:{n}"),
         }
     }
 
@@ -315,6 +333,7 @@ impl PolicySpec {
             PolicySpec::Drr => "DRR".into(),
             PolicySpec::Wf2qPlus => "WF2Q+".into(),
             PolicySpec::Qfq => "QFQ".into(),
+            PolicySpec::QfqPlus(n) => format!("QFQ+{n}"),
         }
     }
 
@@ -322,7 +341,7 @@ impl PolicySpec {
     pub fn family(&self) -> Family {
         match self {
             PolicySpec::Fifo => Family::Fifo,
-            PolicySpec::Drr | PolicySpec::Wf2qPlus | PolicySpec::Qfq => Family::Flow,
+            PolicySpec::Drr | PolicySpec::Wf2qPlus | PolicySpec::Qfq | PolicySpec::QfqPlus(_) => Family::Flow,
             _ => Family::Message,
         }
     }
@@ -361,6 +380,7 @@ impl PolicySpec {
             PolicySpec::Drr => AnyPolicy::Drr(Drr::new(opts.flows)),
             PolicySpec::Wf2qPlus => AnyPolicy::Wf2qPlus(Wf2qPlus::new(opts.flows)),
             PolicySpec::Qfq => AnyPolicy::Qfq(Qfq::new(opts.flows)),
+            PolicySpec::QfqPlus(n) => AnyPolicy::Qfq(Qfq::with_aggregates(opts.flows, *n)),
             PolicySpec::Track { .. } => {
                 let cfg = self.alpha_config(opts).expect("alpha family");
                 AnyPolicy::Track(TrackSched::new(cfg.tracking.expect("tracking"), cfg.in_order))
@@ -383,6 +403,7 @@ impl PolicySpec {
             PolicySpec::Drr,
             PolicySpec::Wf2qPlus,
             PolicySpec::Qfq,
+            PolicySpec::QfqPlus(QFQ_PLUS_DEFAULT_AGG),
         ]
     }
 }
@@ -455,12 +476,19 @@ mod tests {
             .collect();
         kinds.dedup();
         assert_eq!(kinds, ["fifo", "rr", "rrh", "alpha", "track", "alpha", "drr", "wf2qp", "qfq"]);
+        assert_eq!(p("qfq+", Dialect::Sched), PolicySpec::QfqPlus(8));
+        assert_eq!(p("QFQ+:2", Dialect::Sim), PolicySpec::QfqPlus(2));
+        assert!(PolicySpec::parse("qfq+:0", Dialect::Sched).unwrap_err().to_string().contains("qfq+:N"));
+        assert!(PolicySpec::parse("qfq+:x", Dialect::Sim).is_err());
     }
 
     #[test]
     fn labels_are_the_reports_and_match_the_built_policy() {
         let labels: Vec<String> = PolicySpec::examples().iter().map(PolicySpec::label).collect();
-        assert_eq!(labels, ["FIFO", "RR", "RR'", "10", "SF", "track1-100", "track-insert1-100", "prio", "DRR", "WF2Q+", "QFQ"]);
+        assert_eq!(
+            labels,
+            ["FIFO", "RR", "RR'", "10", "SF", "track1-100", "track-insert1-100", "prio", "DRR", "WF2Q+", "QFQ", "QFQ+8"]
+        );
         let flows = [FlowWeight::new(1, 1500)];
         for s in PolicySpec::examples().into_iter().filter(|s| *s != PolicySpec::Prio) {
             assert_eq!(s.build::<u32>(&BuildOptions::default().flows(&flows)).label(), s.label());

@@ -410,7 +410,7 @@ pub fn load(a: Argv) -> Result<Args> {
             .push(format!("the traffic file's alpha:X columns are only used by -alg prio; -alg {} ignores them", a.alg));
     }
     let flows = a.flows;
-    if a.alg == PolicySpec::Qfq {
+    if matches!(a.alg, PolicySpec::Qfq | PolicySpec::QfqPlus(_)) {
         for (i, p) in traffic.programs.iter().enumerate() {
             if let (Some(s), Some(f)) =
                 (p.iter().find(|s| s.pkt_len > flows.get(i).map_or(u32::MAX, |f| f.max_len)), flows.get(i))

@@ -407,7 +407,7 @@ pub fn report_defaults() -> Vec<Strategy> {
 
 /// The listing's numeric α for the `>>` lines (−2, −1, 0, α, 1e6); beyond the listing (the `>>`
 /// lines print their label instead): prio −3, DRR −4, WF2Q+ −5, QFQ −6, tracking −7, tracking
-/// fixed at insertion −8.
+/// fixed at insertion −8, QFQ+ −9.
 pub fn listing_alpha(s: &Strategy) -> f64 {
     match s {
         PolicySpec::RoundRobinHead => -2.0,
@@ -421,6 +421,7 @@ pub fn listing_alpha(s: &Strategy) -> f64 {
         PolicySpec::Drr => -4.0,
         PolicySpec::Wf2qPlus => -5.0,
         PolicySpec::Qfq => -6.0,
+        PolicySpec::QfqPlus(_) => -9.0,
     }
 }
 

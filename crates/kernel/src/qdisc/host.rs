@@ -132,8 +132,8 @@ pub fn run(cfg: &QdiscConfig) -> Result<QdiscReport> {
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let result = (|| {
         // The harness first, alone on the CPUs (the guest would disturb it).
-        let harness = match (cfg.harness, cfg.plan.alg.harness()) {
-            (true, Some(alg)) => Some(harness(cfg, alg, &scratch)?),
+        let harness = match (cfg.harness, cfg.plan.alg.harness(cfg.plan.qfq_agg_classes)) {
+            (true, Some(alg)) => Some(harness(cfg, &alg, &scratch)?),
             _ => None,
         };
         let model = if cfg.model { model::run(&cfg.plan) } else { None };

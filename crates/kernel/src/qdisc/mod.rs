@@ -58,12 +58,14 @@ impl Alg {
             Alg::FqCodel => "fq_codel",
         }
     }
-    /// The harness's `-alg` for the same policy, if it has one.
-    pub fn harness(self) -> Option<&'static str> {
+    /// The harness's `-alg` for the same policy, if it has one. Linux's qfq is QFQ+ with
+    /// `qfq_agg_classes` classes per aggregate: the harness runs `qfq+:N` (which is QFQ for N = 1).
+    pub fn harness(self, qfq_agg_classes: u32) -> Option<String> {
         match self {
-            Alg::Fifo => Some("fifo"),
-            Alg::Drr => Some("rr"),
-            Alg::Qfq => Some("qfq"),
+            Alg::Fifo => Some("fifo".into()),
+            Alg::Drr => Some("rr".into()),
+            Alg::Qfq if qfq_agg_classes > 1 => Some(format!("qfq+:{qfq_agg_classes}")),
+            Alg::Qfq => Some("qfq".into()),
             _ => None,
         }
     }
@@ -433,7 +435,10 @@ fn judge(plan: &Plan, kernel: &KernelAnswer, rows: &[ShareRow]) -> (String, Opti
     // harness: it is judged against QFQ+'s fluid shares instead.
     let plus = qfq_aggregates_merge(plan);
     for r in &judged {
-        let refs = if plus { vec![("qfq+", r.qfq_plus)] } else { vec![("model", r.model), ("harness", r.harness)] };
+        let mut refs = vec![("model", r.model), ("harness", r.harness)];
+        if plus {
+            refs.push(("qfq+ fluid", r.qfq_plus));
+        }
         for (name, v) in refs {
             if let Some(v) = v {
                 if (v - r.kernel).abs() > TOLERANCE {
@@ -446,8 +451,8 @@ fn judge(plan: &Plan, kernel: &KernelAnswer, rows: &[ShareRow]) -> (String, Opti
     let note = if unsat > 0 { format!(" ({unsat} flow(s) not backlogged, not judged)") } else { String::new() };
     let note = if plus {
         format!(
-            "{note} (Linux's qfq is QFQ+ and puts up to {} classes of one weight and max length into an aggregate weighing all of them, idle or not: judged against QFQ+'s fluid shares, not the model's and the harness's QFQ; --qfq-agg 1 gives one class per aggregate)",
-            plan.qfq_agg_classes
+            "{note} (Linux's qfq is QFQ+ and puts up to {n} classes of one weight and max length into an aggregate weighing all of them, idle or not: the model and the harness run the same, qfq+:{n}, and QFQ+'s fluid shares are a third reference; --qfq-agg 1 gives one class per aggregate, plain QFQ)",
+            n = plan.qfq_agg_classes
         )
     } else {
         note
@@ -631,17 +636,20 @@ mod tests {
     }
 
     #[test]
-    fn qfq_with_aggregates_is_judged_against_qfq_plus_not_the_model() {
+    fn qfq_with_aggregates_is_judged_against_qfq_plus_in_the_model_and_the_fluid() {
         let mut k = answer(&[(0.93, true), (0.07, true)], true);
         k.flows.extend((2..17).map(|i| FlowResult { flow: i, ..Default::default() }));
         for f in &mut k.flows[..2] {
             f.bytes = 1;
         }
+        // The model's QFQ+8 answer (100/108) agrees; plain QFQ's (100/101) would not.
+        let r = compare(seed_plan(8), k.clone(), Some(other(&[0.926, 0.074])), None, None, 1.0);
+        assert_eq!(r.agree, Some(true), "{}", r.verdict);
+        assert!(r.verdict.contains("QFQ+") && r.verdict.contains("qfq+:8"), "{}", r.verdict);
+        assert!(r.text().contains("qfq+"), "{}", r.text());
         let m = other(&[0.99, 0.01]);
         let r = compare(seed_plan(8), k.clone(), Some(m.clone()), None, None, 1.0);
-        assert_eq!(r.agree, Some(true), "{}", r.verdict);
-        assert!(r.verdict.contains("QFQ+"), "{}", r.verdict);
-        assert!(r.text().contains("qfq+"), "{}", r.text());
+        assert_eq!(r.agree, Some(false), "{}", r.verdict);
         // The same kernel figures with one class per aggregate: the model's 0.99 is the reference.
         let r = compare(seed_plan(1), k, Some(m), None, None, 1.0);
         assert_eq!(r.agree, Some(false), "{}", r.verdict);

@@ -17,7 +17,8 @@ pub fn run(plan: &Plan) -> Option<OtherAnswer> {
     let mut policy: Box<dyn Policy<u64>> = match plan.alg {
         Alg::Fifo => Box::new(Fifo::new()),
         Alg::Drr => Box::new(Drr::new(&weights)),
-        Alg::Qfq => Box::new(Qfq::new(&weights)),
+        // Linux's qfq is QFQ+: the same aggregates (plain QFQ with one class per aggregate).
+        Alg::Qfq => Box::new(Qfq::with_aggregates(&weights, plan.qfq_agg_classes)),
         Alg::Prio | Alg::Fq | Alg::FqCodel => return None,
     };
     // (arrival ns, flow, packets, packet bytes), in time order (ties: lower flow first).
@@ -146,6 +147,20 @@ mod tests {
         assert!((rate - 5e6).abs() < 0.02 * 5e6, "{rate}");
         let a = run(&plan(Alg::Qfq, [3, 1], [10_000_000, 10_000_000])).unwrap();
         assert!((a.flows[0].share - 0.75).abs() < 0.01, "{:?}", a.flows);
+    }
+
+    /// The seed's flowsets (weight 100, then sixteen of weight 1), flows 0 and 1 sending: the model
+    /// runs Linux's QFQ+ with the plan's classes per aggregate, so flow 1 gets its aggregate's weight.
+    #[test]
+    fn qfq_runs_qfq_plus_with_the_plans_aggregates() {
+        for (agg, want) in [(8u32, 100.0 / 108.0), (1, 100.0 / 101.0)] {
+            let mut p = plan(Alg::Qfq, [100, 1], [10_000_000, 10_000_000]);
+            p.flows.extend(std::iter::repeat_n(Flow { weight: 1, max_len: 1500 }, 15));
+            p.clients.extend(std::iter::repeat_n(vec![], 15));
+            p.qfq_agg_classes = agg;
+            let a = run(&p).unwrap();
+            assert!((a.flows[0].share - want).abs() < 0.01, "{agg} per aggregate: {:?}", &a.flows[..2]);
+        }
     }
 
     #[test]
