@@ -36,7 +36,20 @@ fn the_table_names_every_policy_once() {
     let names: Vec<String> = PolicySpec::examples().iter().map(PolicySpec::name).collect();
     assert_eq!(
         names,
-        ["fifo", "mrr", "rr'", "alpha:10", "sf", "track:1:100:1", "track-insert:1:100:1", "prio", "drr", "wf2qp", "qfq"]
+        [
+            "fifo",
+            "mrr",
+            "rr'",
+            "alpha:10",
+            "sf",
+            "track:1:100:1",
+            "track-insert:1:100:1",
+            "prio",
+            "drr",
+            "wf2qp",
+            "qfq",
+            "qfq+:8"
+        ]
     );
 }
 
