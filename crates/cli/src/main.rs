@@ -43,7 +43,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
         "echo" | "burst" | "test-burst" | "hist" | "echo-bench" => schedlab_echo::cli::main(args),
         c if c.starts_with("echo-") => schedlab_echo::cli::main(args),
         "rdma" => schedlab_rdma::cli::main(args),
-        "sweep" => schedlab_sweep::cli::main(args),
+        "sweep" => schedlab_sweep::app::main(args),
         "report" => schedlab_report::page::cli::main(args),
         "vm" => schedlab_kernel::cli::vm_main(args),
         "qdisc" => schedlab_kernel::cli::qdisc_main(args),
