@@ -142,7 +142,10 @@ fn sched_refuses_an_unwritable_output_before_measuring() {
                 .clone();
             let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             assert!(stdout.is_empty(), "{opt}: nothing is measured or printed: {stdout}");
-            assert!(stderr.contains(&format!("{opt} file {path} cannot be written (checked before measuring)")), "{opt}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{opt} file {path} cannot be written (checked before measuring)")),
+                "{opt}: {stderr}"
+            );
         }
     }
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

@@ -20,7 +20,7 @@ use schedlab_report::{results, Summary};
 use serde::Serialize;
 
 use crate::cli::{parse_args, NotifyJob, Outputs, PrimsCommand, SemtestJob, TrylockJob};
-use crate::clock::{c_exp, current_cpu, ClockInfo, RunClock};
+use crate::clock::{self, c_exp, current_cpu, ClockInfo, RunClock};
 use crate::notify::{self, NotifyTest};
 use crate::place::{self, ThreadGot};
 use crate::semtest::{self, Mode, Placement};
@@ -88,17 +88,12 @@ fn restore_sigpipe() {
 
 /// What every `--json` result carries besides the run itself.
 fn context(clock: &ClockInfo, degraded: Vec<String>) -> results::prims::Context {
-    results::prims::Context {
-        argv: std::env::args().collect(),
-        machine: MachineInfo::collect(),
-        clock: clock.to_result(),
-        degraded,
-    }
+    results::prims::Context { argv: std::env::args().collect(), machine: MachineInfo::collect(), clock: clock.clone(), degraded }
 }
 
 fn print_context(o: Out, clock: &ClockInfo) {
     say!(o, "# {}", MachineInfo::collect().line());
-    say!(o, "# {}", clock.line());
+    say!(o, "# {}", clock::line(clock));
 }
 
 fn print_degraded(lines: &[String]) {
@@ -134,7 +129,7 @@ pub fn trylock_main(job: &TrylockJob) -> Result<i32> {
     check_outputs(&[("-o", &job.samples), ("--json", &outputs.json), ("--disturbance-csv", &outputs.disturbance_csv)])?;
     // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
     schedlab_report::frontend::interrupt();
-    let clock = ClockInfo::measure();
+    let clock = clock::measure();
     print_context(o, &clock);
     let what = match test {
         TrylockTest::Busy => "test A (busy lock)",
@@ -219,7 +214,9 @@ pub fn trylock_main(job: &TrylockJob) -> Result<i32> {
     }
     print_disturbance(o, outputs, workers.iter().filter_map(|(w, _)| w.disturbance.as_ref()))?;
     let interrupted = run.interrupted;
-    finish(outputs.json.as_deref(), &clock, &run.threads.clone(), &[], interrupted, |ctx| results::trylock::Trylock::new(ctx, run))
+    finish(outputs.json.as_deref(), &clock, &run.threads.clone(), &[], interrupted, |ctx| {
+        results::trylock::Trylock::new(ctx, run)
+    })
 }
 
 /// `-o`: the busy samples (ns), one per line, ring by ring; returns how many.
@@ -285,7 +282,7 @@ pub fn notify_main(job: &NotifyJob) -> Result<i32> {
     let (sender_cpu, receiver_cpu, duration) = (cfg.sender_cpu, cfg.receiver_cpu, cfg.duration_ns);
     // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
     schedlab_report::frontend::interrupt();
-    let clock = ClockInfo::measure();
+    let clock = clock::measure();
     print_context(o, &clock);
     let place_s = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
     let count = match (notifications, duration) {
@@ -426,11 +423,11 @@ pub fn semtest_main(job: &SemtestJob) -> Result<i32> {
         (cfg.iterations, cfg.mode, cfg.primitive, cfg.placement, cfg.seed, cfg.rt, cfg.pairs);
     // SIGINT/SIGTERM stop the measurement loops (partial results are reported), not the process.
     schedlab_report::frontend::interrupt();
-    let clock = ClockInfo::measure();
+    let clock = clock::measure();
     // Schedlab's own lines start with '#' and come before and after the seed's block, which is
     // printed as the original did, so scripts that parse it keep working.
     say!(o, "# {}", MachineInfo::collect().line());
-    say!(o, "# {}", clock.line());
+    say!(o, "# {}", clock::line(&clock));
     let run_for = match (job.iterations_given, cfg.duration_ns) {
         (_, None) => format!("{iterations} iterations"),
         (None, Some(d)) => format!("{} (-D)", fmt_secs(d)),
@@ -565,7 +562,9 @@ pub fn semtest_main(job: &SemtestJob) -> Result<i32> {
     print_disturbance(o, outputs, run.pairs.iter().flat_map(|p| [&p.marco_disturbance, &p.polo_disturbance]))?;
     let extra: Vec<String> = run.mlock.error.iter().cloned().collect();
     let interrupted = run.interrupted;
-    finish(outputs.json.as_deref(), &clock, &run.threads.clone(), &extra, interrupted, |ctx| results::semtest::Semtest::new(ctx, run))
+    finish(outputs.json.as_deref(), &clock, &run.threads.clone(), &extra, interrupted, |ctx| {
+        results::semtest::Semtest::new(ctx, run)
+    })
 }
 
 /// Expands tabs to 8-column stops: the seed shows the original's tab-separated lines with the
@@ -610,7 +609,10 @@ mod tests {
         assert!(main(args(&["trylock", "-n", &many, "--pin"])).unwrap_err().to_string().contains("--pin"));
         // A file that cannot be written stops the command before anything is measured.
         let e = main(args(&["trylock", "-F", "-t", "1000", "-o", "/nonexistent-dir/d.txt"])).unwrap_err();
-        assert!(format!("{e:#}").contains("-o file /nonexistent-dir/d.txt cannot be written (checked before measuring)"), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("-o file /nonexistent-dir/d.txt cannot be written (checked before measuring)"),
+            "{e:#}"
+        );
     }
 
     #[test]

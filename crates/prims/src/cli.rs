@@ -484,19 +484,22 @@ mod tests {
 
     #[test]
     fn command_lines_become_jobs() {
-        let PrimsCommand::Trylock(t) = parse_args(args(&["trylock", "-n", "1", "-F", "-o", "d.txt", "-t", "0.5", "--json", "-"])).unwrap()
+        let PrimsCommand::Trylock(t) =
+            parse_args(args(&["trylock", "-n", "1", "-F", "-o", "d.txt", "-t", "0.5", "--json", "-"])).unwrap()
         else {
             panic!("a trylock job")
         };
         assert_eq!((t.config.test, t.config.threads, t.config.ops_per_thread), (TrylockTest::Free, 1, 500_000));
         assert_eq!(t.samples, Some(PathBuf::from("d.txt")));
         assert_eq!(t.outputs, Outputs { json: Some("-".into()), disturbance_csv: None });
-        let PrimsCommand::Notify(n) = parse_args(args(&["notify", "-S", "--gap-us", "2.5", "-D", "1s", "--no-pin"])).unwrap() else {
+        let PrimsCommand::Notify(n) = parse_args(args(&["notify", "-S", "--gap-us", "2.5", "-D", "1s", "--no-pin"])).unwrap()
+        else {
             panic!("a notify job")
         };
         assert_eq!((n.config.test, n.config.notifications, n.config.gap_ns), (NotifyTest::Sender, u64::MAX, 2_500));
         assert_eq!((n.config.duration_ns, n.gap_us), (Some(1_000_000_000), 2.5));
-        let PrimsCommand::Semtest(s) = parse_args(args(&["semtest", "-n", "1", "-r", "--seed", "9", "--placement", "unpinned"])).unwrap()
+        let PrimsCommand::Semtest(s) =
+            parse_args(args(&["semtest", "-n", "1", "-r", "--seed", "9", "--placement", "unpinned"])).unwrap()
         else {
             panic!("a semtest job")
         };

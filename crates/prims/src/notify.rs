@@ -47,12 +47,12 @@ pub struct NotifyConfig {
     pub duration_ns: Option<u64>,
 }
 
-/// Sender side: the result type's.
-pub use schedlab_report::results::notify::NotifySender;
 /// Receiver side: the result type's.
 pub use schedlab_report::results::notify::NotifyReceiver;
 /// A whole run: the result type's.
 pub use schedlab_report::results::notify::NotifyRun;
+/// Sender side: the result type's.
+pub use schedlab_report::results::notify::NotifySender;
 
 /// What [`run`] measured: the typed run (`schedlab.notify`'s `run`) and the samples behind its
 /// test B summaries (for `--histfile`), which the result does not carry.
@@ -248,17 +248,12 @@ pub fn run(cfg: &NotifyConfig) -> Result<Measured, PrimsError> {
     let (Some(s), Some(r)) = (s, r) else {
         return Err(PrimsError::Worker("a notify thread did not run".into()));
     };
-    let (Result1::Sender((sender, cost_hist)), Result1::Receiver((receiver, wake_latency_hist))) = (s.map_err(io)?, r.map_err(io)?)
+    let (Result1::Sender((sender, cost_hist)), Result1::Receiver((receiver, wake_latency_hist))) =
+        (s.map_err(io)?, r.map_err(io)?)
     else {
         return Err(PrimsError::Worker("notify threads mixed up".into()));
     };
-    let run = NotifyRun {
-        config: cfg.to_result(),
-        threads,
-        sender,
-        receiver,
-        interrupted: stop_requested(),
-    };
+    let run = NotifyRun { config: cfg.to_result(), threads, sender, receiver, interrupted: stop_requested() };
     Ok(Measured { run, cost_hist, wake_latency_hist })
 }
 

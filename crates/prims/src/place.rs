@@ -5,8 +5,8 @@
 //! priority. Anything asked for and not granted becomes a line in [`ThreadGot::degraded`]; the
 //! commands refuse to report such a run as if it were what was asked unless `--allow-degraded`.
 
-use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
 use crate::PrimsError;
+use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
 
 /// A real-time policy request, what a thread asks for, and what it got: the types the results
 /// record (`schedlab_report::results::prims`), used here directly.

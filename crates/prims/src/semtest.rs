@@ -101,10 +101,10 @@ pub struct SemtestConfig {
     pub duration_ns: Option<u64>,
 }
 
-/// One pair's figures, in microseconds: the result type's.
-pub use schedlab_report::results::semtest::SemtestPair;
 /// Mean and median of per-pair values (the original's "usvg" and "middle"): the result type's.
 pub use schedlab_report::results::semtest::Global;
+/// One pair's figures, in microseconds: the result type's.
+pub use schedlab_report::results::semtest::SemtestPair;
 /// A whole run: the result type's.
 pub use schedlab_report::results::semtest::SemtestRun;
 

@@ -80,12 +80,12 @@ pub enum Dispatch {
     TraitObject,
 }
 
-/// One worker's figures (the result type's; costs in ns, each including one clock read).
-pub use schedlab_report::results::trylock::TrylockWorker;
 /// Every worker's samples together, ns: the result type's.
 pub use schedlab_report::results::trylock::TrylockAll as AllThreads;
 /// A whole run: the result type's.
 pub use schedlab_report::results::trylock::TrylockRun;
+/// One worker's figures (the result type's; costs in ns, each including one clock read).
+pub use schedlab_report::results::trylock::TrylockWorker;
 
 /// What [`run`] measured: the typed run (`schedlab.trylock`'s `run`) and the raw busy samples
 /// that `-o` dumps, which the result does not carry.
@@ -590,14 +590,8 @@ where
     let threads = verdict?;
     let all = merge(&workers);
     let (figures, busy_rings) = workers.into_iter().map(|w| (w.figures, w.busy_ring)).unzip();
-    let run = TrylockRun {
-        config: cfg.to_result(),
-        alloc_cpu_got,
-        threads,
-        workers: figures,
-        all,
-        interrupted: stop_requested(),
-    };
+    let run =
+        TrylockRun { config: cfg.to_result(), alloc_cpu_got, threads, workers: figures, all, interrupted: stop_requested() };
     Ok(Measured { run, busy_rings })
 }
 

@@ -102,10 +102,12 @@ mod tests {
         let want = Config { spec: "s.toml".into(), out: "o.csv".into(), shard: Some((3, 8)), jobs: Some(2) };
         assert_eq!(c, SweepCommand::Run { config: want, list: true, quiet: false });
         let m = parse(&["sweep", "merge", "a.csv", "b.csv", "--out", "all.parquet", "--partial"]).unwrap();
-        assert_eq!(m, SweepCommand::Merge { parts: vec!["a.csv".into(), "b.csv".into()], out: "all.parquet".into(), partial: true });
+        assert_eq!(
+            m,
+            SweepCommand::Merge { parts: vec!["a.csv".into(), "b.csv".into()], out: "all.parquet".into(), partial: true }
+        );
         let e = parse(&["sweep", "s.toml", "--out", "o.csv", "--shard", "9/8"]).unwrap_err();
         assert!(e.downcast_ref::<clap::Error>().is_some(), "{e:#}");
         assert!(parse(&["sweep", "merge", "--out", "x.csv"]).is_err(), "merge needs parts");
     }
 }
-

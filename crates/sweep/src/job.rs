@@ -46,16 +46,10 @@ pub enum JobError {
     /// Two parts of a merge come from different sweeps (or schedlab versions).
     #[error(
         "{} does not match {}: sweep id {} vs {}, schedlab {} vs {}, {} vs {} cells (parts of different sweeps)",
-        part.display(), first.display(), sweep_id.0, sweep_id.1, version.0, version.1, cells_total.0, cells_total.1
+        .0.part.display(), .0.first.display(), .0.sweep_id.0, .0.sweep_id.1, .0.version.0, .0.version.1,
+        .0.cells_total.0, .0.cells_total.1
     )]
-    MismatchedParts {
-        part: PathBuf,
-        first: PathBuf,
-        /// (this part's, the first part's).
-        sweep_id: (String, String),
-        version: (String, String),
-        cells_total: (i64, i64),
-    },
+    MismatchedParts(Box<PartMismatch>),
     /// Two parts hold the same cell.
     #[error("cell {cell} is in both {} and {}: overlapping parts (same shard twice?)", first.display(), second.display())]
     OverlappingParts { cell: i64, first: PathBuf, second: PathBuf },
@@ -75,6 +69,17 @@ fn missing_cells(missing: usize, total: &i64, first: &[i64]) -> String {
         shown.join(", "),
         if missing > 10 { ", ..." } else { "" }
     )
+}
+
+/// Two parts of one merge that differ in what identifies their sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartMismatch {
+    pub part: PathBuf,
+    pub first: PathBuf,
+    /// (this part's, the first part's).
+    pub sweep_id: (String, String),
+    pub version: (String, String),
+    pub cells_total: (i64, i64),
 }
 
 type Result<T, E = JobError> = std::result::Result<T, E>;
@@ -212,13 +217,13 @@ pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
                 None => ident = Some((id.0, id.1, id.2, p.clone())),
                 Some((s, v, n, first)) => {
                     if (s, v, n) != (&id.0, &id.1, &id.2) {
-                        return Err(JobError::MismatchedParts {
+                        return Err(JobError::MismatchedParts(Box::new(PartMismatch {
                             part: p.clone(),
                             first: first.clone(),
                             sweep_id: (id.0, s.clone()),
                             version: (id.1, v.clone()),
                             cells_total: (id.2, *n),
-                        });
+                        })));
                     }
                 }
             }
@@ -237,7 +242,11 @@ pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
     let mut said = None;
     if !missing.is_empty() {
         if !partial {
-            return Err(JobError::MissingCells { missing: missing.len(), cells_total: total, first: missing.into_iter().take(10).collect() });
+            return Err(JobError::MissingCells {
+                missing: missing.len(),
+                cells_total: total,
+                first: missing.into_iter().take(10).collect(),
+            });
         }
         said = Some(missing_cells(missing.len(), &total, &missing));
     }
