@@ -119,6 +119,39 @@ fn sched_repeat_writes_every_run_a_summary_and_a_row_per_thread_per_run() {
     }
 }
 
+/// A `--disturbance-csv` (or `--json`, `--messages`, `--trace-out`) file that cannot be created
+/// stops `sched` before anything is measured: nothing on stdout (not even the machine line that
+/// precedes a run), the option and the path named on stderr, no file left behind.
+#[test]
+fn sched_refuses_an_unwritable_output_before_measuring() {
+    let d = tempfile::tempdir().unwrap();
+    // Ten seconds of traffic: had it measured first, the run would show on stdout.
+    std::fs::write(d.path().join("w.txt"), "thread all\n10s 8M 1500 1\n").unwrap();
+    for (opt, path) in [
+        ("--disturbance-csv", "/nonexistent-dir/d.csv"),
+        ("--json", "/nonexistent-dir/r.json"),
+        ("--messages", "/nonexistent-dir/m.txt"),
+        ("--trace-out", "/nonexistent-dir/t.txt"),
+    ] {
+        for repeat in ["1", "3"] {
+            let out = schedlab(d.path(), "sched")
+                .args(["-t", "1", "-f", "w.txt", "-b", "20M", "--no-timestamps", "--repeat", repeat, opt, path])
+                .assert()
+                .code(1)
+                .get_output()
+                .clone();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(stdout.is_empty(), "{opt}: nothing is measured or printed: {stdout}");
+            assert!(
+                stderr.contains(&format!("{opt} file {path} cannot be written (checked before measuring)")),
+                "{opt}: {stderr}"
+            );
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["w.txt"], "no file written");
+}
+
 #[test]
 fn predict_writes_a_row_per_thread_per_algorithm_run() {
     let _serial = serial();

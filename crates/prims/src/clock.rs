@@ -1,11 +1,9 @@
 //! The clock every sample is taken with, what it costs, and the seed-shaped line prefix.
 //!
 //! Samples are read with `clock_gettime(CLOCK_MONOTONIC)` (the vDSO path on Linux, nanosecond
-//! units). Reading a clock is not free: [`ClockInfo::measure`] reports the cost of one read so a
+//! units). Reading a clock is not free: [`measure`] reports the cost of one read so a
 //! per-operation figure can be judged against it (a 40 ns trylock sampled with a 20 ns clock is
 //! mostly clock).
-
-use serde::Serialize;
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the front-end kit's one clock read.
 pub use schedlab_report::frontend::now_ns;
@@ -18,73 +16,50 @@ pub fn spin_until(deadline_ns: u64) {
     }
 }
 
-/// What the sampling clock is and what one read of it costs, measured on this machine.
-#[derive(Clone, Debug, Serialize)]
-pub struct ClockInfo {
-    pub clock: &'static str,
-    /// `clock_getres` of the clock.
-    pub resolution_ns: u64,
-    /// Time of 1000 back-to-back reads divided by 1000 (best of ten batches).
-    pub read_cost_amortized_ns: f64,
-    /// Median difference between two consecutive reads (what a sample of "nothing" measures).
-    pub read_cost_p50_ns: u64,
-    /// Smallest difference seen between two consecutive reads.
-    pub read_cost_min_ns: u64,
+/// What the sampling clock is and what one read of it costs, measured on this machine: the type
+/// the primitives' results record (`schedlab_report::results::prims::ClockInfo`).
+pub use schedlab_report::results::prims::ClockInfo;
+
+/// Measures the clock (about 20 000 reads, well under a millisecond).
+pub fn measure() -> ClockInfo {
+    let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `res` is a valid, writable timespec.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res) };
+    const N: usize = 10_000;
+    let mut deltas = Vec::with_capacity(N);
+    for _ in 0..N {
+        let a = now_ns();
+        let b = now_ns();
+        deltas.push(b - a);
+    }
+    // Best of ten batches: a batch that was preempted says nothing about the clock.
+    let mut sink = 0u64;
+    let amortized = (0..10)
+        .map(|_| {
+            let start = now_ns();
+            for _ in 0..N / 10 {
+                sink = sink.wrapping_add(now_ns());
+            }
+            (now_ns() - start) as f64 / (N / 10) as f64
+        })
+        .fold(f64::INFINITY, f64::min);
+    std::hint::black_box(sink);
+    deltas.sort_unstable();
+    ClockInfo {
+        clock: "CLOCK_MONOTONIC (clock_gettime)".to_string(),
+        resolution_ns: res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64,
+        read_cost_amortized_ns: amortized,
+        read_cost_p50_ns: deltas[N / 2],
+        read_cost_min_ns: deltas[0],
+    }
 }
 
-impl ClockInfo {
-    /// As the typed results record it.
-    pub fn to_result(&self) -> schedlab_report::results::prims::ClockInfo {
-        schedlab_report::results::prims::ClockInfo {
-            clock: self.clock.to_string(),
-            resolution_ns: self.resolution_ns,
-            read_cost_amortized_ns: self.read_cost_amortized_ns,
-            read_cost_p50_ns: self.read_cost_p50_ns,
-            read_cost_min_ns: self.read_cost_min_ns,
-        }
-    }
-
-    /// Measures the clock (about 20 000 reads, well under a millisecond).
-    pub fn measure() -> ClockInfo {
-        let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: `res` is a valid, writable timespec.
-        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res) };
-        const N: usize = 10_000;
-        let mut deltas = Vec::with_capacity(N);
-        for _ in 0..N {
-            let a = now_ns();
-            let b = now_ns();
-            deltas.push(b - a);
-        }
-        // Best of ten batches: a batch that was preempted says nothing about the clock.
-        let mut sink = 0u64;
-        let amortized = (0..10)
-            .map(|_| {
-                let start = now_ns();
-                for _ in 0..N / 10 {
-                    sink = sink.wrapping_add(now_ns());
-                }
-                (now_ns() - start) as f64 / (N / 10) as f64
-            })
-            .fold(f64::INFINITY, f64::min);
-        std::hint::black_box(sink);
-        deltas.sort_unstable();
-        ClockInfo {
-            clock: "CLOCK_MONOTONIC (clock_gettime)",
-            resolution_ns: res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64,
-            read_cost_amortized_ns: amortized,
-            read_cost_p50_ns: deltas[N / 2],
-            read_cost_min_ns: deltas[0],
-        }
-    }
-
-    /// One human line.
-    pub fn line(&self) -> String {
-        format!(
-            "clock: {}, resolution {} ns, one read costs {:.1} ns amortized (back-to-back p50 {} ns, min {} ns)",
-            self.clock, self.resolution_ns, self.read_cost_amortized_ns, self.read_cost_p50_ns, self.read_cost_min_ns
-        )
-    }
+/// One human line about the clock.
+pub fn line(c: &ClockInfo) -> String {
+    format!(
+        "clock: {}, resolution {} ns, one read costs {:.1} ns amortized (back-to-back p50 {} ns, min {} ns)",
+        c.clock, c.resolution_ns, c.read_cost_amortized_ns, c.read_cost_p50_ns, c.read_cost_min_ns
+    )
 }
 
 /// Formats like C's `printf("%.*e")`: `2.031e+08` (Rust's `{:e}` would print `2.031e8`).
@@ -152,7 +127,7 @@ mod tests {
 
     #[test]
     fn clock_is_monotonic_and_cheap_enough_to_measure() {
-        let c = ClockInfo::measure();
+        let c = measure();
         assert!(c.resolution_ns >= 1);
         assert!(c.read_cost_amortized_ns > 0.0);
         assert!(c.read_cost_min_ns <= c.read_cost_p50_ns);

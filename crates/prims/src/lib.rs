@@ -13,9 +13,16 @@
 //! Every sample uses the nanosecond clock of [`clock`], whose own cost is measured and
 //! reported. Every thread reads back what it actually got ([`place`]): CPU, policy, priority;
 //! asked-for-but-refused pinning or real-time priority is reported as *degraded* and the commands
-//! fail unless told `--allow-degraded`. [`cli`] turns all this into the seeds' output lines and
-//! `--json` results that embed the machine facts of `schedlab_report::machine`.
+//! fail unless told `--allow-degraded`.
+//!
+//! Each measurement is a library face: a configuration ([`trylock::TrylockConfig`],
+//! [`notify::NotifyConfig`], [`semtest::SemtestConfig`]) and a `run` that returns the typed
+//! result's run (`schedlab_report::results::{trylock, notify, semtest}`) with the raw samples the
+//! result does not carry. [`cli`] turns the seeds' command lines into those configurations and
+//! nothing else; [`app`] runs them as the binary does: the seeds' output lines and the `--json`
+//! results that embed the machine facts of `schedlab_report::machine`.
 
+pub mod app;
 pub mod chan;
 pub mod cli;
 pub mod clock;

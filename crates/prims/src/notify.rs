@@ -13,13 +13,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use schedlab_report::disturb::{Disturbance, Probe};
-use schedlab_report::{Hist, Summary};
+use schedlab_report::disturb::Probe;
+use schedlab_report::Hist;
 use serde::Serialize;
 
 use crate::chan::{Mechanism, Notifier};
 use crate::clock::{current_cpu, now_ns, spin_until};
-use crate::place::{stop_requested, Gate, ThreadGot, ThreadRequest};
+use crate::place::{stop_requested, Gate, ThreadRequest};
 use schedlab_report::results;
 
 use crate::{serde_name, PrimsError};
@@ -47,90 +47,36 @@ pub struct NotifyConfig {
     pub duration_ns: Option<u64>,
 }
 
-/// Sender side.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SenderResult {
-    pub cpu_at_end: i32,
-    pub sent: u64,
-    pub duration_s: f64,
-    pub rate_ops_per_s: f64,
-    /// Test B: cost of one `notify` (includes one clock read).
-    pub cost_avg_ns: f64,
-    pub cost_ns: Summary,
-    /// Sending stopped at the `-D` deadline.
-    pub stopped_by_duration: bool,
-    /// Test B: the samples behind `cost_ns` (for `--histfile`).
-    #[serde(skip)]
+/// Receiver side: the result type's.
+pub use schedlab_report::results::notify::NotifyReceiver;
+/// A whole run: the result type's.
+pub use schedlab_report::results::notify::NotifyRun;
+/// Sender side: the result type's.
+pub use schedlab_report::results::notify::NotifySender;
+
+/// What [`run`] measured: the typed run (`schedlab.notify`'s `run`) and the samples behind its
+/// test B summaries (for `--histfile`), which the result does not carry.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub run: NotifyRun,
+    /// Test B: the sender's cost of each `notify`, ns (behind `run.sender.cost_ns`).
     pub cost_hist: Hist,
-    /// Switches, migrations and the longest gap between two clock reads of its loop (test A:
-    /// one read every 256 notifications).
-    pub disturbance: Option<Disturbance>,
-}
-
-/// Receiver side.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ReceiverResult {
-    pub cpu_at_end: i32,
-    pub received: u64,
-    pub wakeups: u64,
-    pub duration_s: f64,
-    pub rate_ops_per_s: f64,
-    /// Test B: sender's timestamp before `notify` to the receiver's return from `wait`.
-    pub wake_latency_ns: Summary,
-    /// The samples behind `wake_latency_ns` (for `--histfile`).
-    #[serde(skip)]
+    /// Test B: the wake-up latencies, ns (behind `run.receiver.wake_latency_ns`).
     pub wake_latency_hist: Hist,
-    /// Switches (its waits are voluntary ones), migrations, the longest gap between two wakeups.
-    pub disturbance: Option<Disturbance>,
 }
 
-/// A whole run.
-#[derive(Clone, Debug, Serialize)]
-pub struct NotifyRun {
-    pub config: NotifyConfig,
-    pub threads: Vec<ThreadGot>,
-    pub sender: SenderResult,
-    pub receiver: ReceiverResult,
-    pub interrupted: bool,
-}
-
-impl NotifyRun {
-    /// The run as the typed result `schedlab.notify` records it.
-    pub fn to_result(&self) -> results::notify::NotifyRun {
-        let c = &self.config;
-        let (s, r) = (&self.sender, &self.receiver);
-        results::notify::NotifyRun {
-            config: results::notify::NotifyConfig {
-                test: serde_name(&c.test),
-                mechanism: serde_name(&c.mechanism),
-                notifications: c.notifications,
-                sender_cpu: c.sender_cpu,
-                receiver_cpu: c.receiver_cpu,
-                gap_ns: c.gap_ns,
-                allow_degraded: c.allow_degraded,
-                duration_ns: c.duration_ns,
-            },
-            threads: self.threads.iter().map(ThreadGot::to_result).collect(),
-            sender: results::notify::NotifySender {
-                cpu_at_end: s.cpu_at_end,
-                sent: s.sent,
-                duration_s: s.duration_s,
-                rate_ops_per_s: s.rate_ops_per_s,
-                cost_avg_ns: s.cost_avg_ns,
-                cost_ns: s.cost_ns,
-                stopped_by_duration: s.stopped_by_duration,
-                disturbance: s.disturbance.clone(),
-            },
-            receiver: results::notify::NotifyReceiver {
-                cpu_at_end: r.cpu_at_end,
-                received: r.received,
-                wakeups: r.wakeups,
-                duration_s: r.duration_s,
-                rate_ops_per_s: r.rate_ops_per_s,
-                wake_latency_ns: r.wake_latency_ns,
-                disturbance: r.disturbance.clone(),
-            },
-            interrupted: self.interrupted,
+impl NotifyConfig {
+    /// The configuration as the typed result records it.
+    pub fn to_result(&self) -> results::notify::NotifyConfig {
+        results::notify::NotifyConfig {
+            test: serde_name(&self.test),
+            mechanism: serde_name(&self.mechanism),
+            notifications: self.notifications,
+            sender_cpu: self.sender_cpu,
+            receiver_cpu: self.receiver_cpu,
+            gap_ns: self.gap_ns,
+            allow_degraded: self.allow_degraded,
+            duration_ns: self.duration_ns,
         }
     }
 }
@@ -148,7 +94,7 @@ struct Shared {
     send_start: AtomicU64,
 }
 
-fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
+fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<(NotifySender, Hist)> {
     let mut cost = Hist::new();
     let mut cost_sum = 0u64;
     let start = now_ns();
@@ -190,7 +136,7 @@ fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
         sent += 1;
     }
     let dt = (now_ns() - start).max(1);
-    Ok(SenderResult {
+    let figures = NotifySender {
         cpu_at_end: current_cpu(),
         sent,
         duration_s: dt as f64 / 1e9,
@@ -198,12 +144,12 @@ fn sender(sh: &Shared, cfg: &NotifyConfig) -> std::io::Result<SenderResult> {
         cost_avg_ns: if cost.is_empty() { 0.0 } else { cost_sum as f64 / cost.len() as f64 },
         cost_ns: cost.summary(1.0),
         stopped_by_duration: by_duration,
-        cost_hist: cost,
         disturbance: Some(probe.finish("sender")),
-    })
+    };
+    Ok((figures, cost))
 }
 
-fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
+fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<(NotifyReceiver, Hist)> {
     let mut lat = Hist::new();
     let start = now_ns();
     let (mut received, mut wakeups) = (0u64, 0u64);
@@ -232,20 +178,20 @@ fn receiver(sh: &Shared, test: NotifyTest) -> std::io::Result<ReceiverResult> {
         s => s.min(start),
     };
     let dt = end.saturating_sub(first).max(1);
-    Ok(ReceiverResult {
+    let figures = NotifyReceiver {
         cpu_at_end: current_cpu(),
         received,
         wakeups,
         duration_s: dt as f64 / 1e9,
         rate_ops_per_s: received as f64 * 1e9 / dt as f64,
         wake_latency_ns: lat.summary(1.0),
-        wake_latency_hist: lat,
         disturbance: Some(probe.finish("receiver")),
-    })
+    };
+    Ok((figures, lat))
 }
 
 /// Runs the test (two threads). `Err(Degraded)` before measuring if pinning was refused.
-pub fn run(cfg: &NotifyConfig) -> Result<NotifyRun, PrimsError> {
+pub fn run(cfg: &NotifyConfig) -> Result<Measured, PrimsError> {
     if cfg.notifications == 0 {
         return Err(PrimsError::BadInput("-n 0: at least one notification must be sent".into()));
     }
@@ -302,15 +248,18 @@ pub fn run(cfg: &NotifyConfig) -> Result<NotifyRun, PrimsError> {
     let (Some(s), Some(r)) = (s, r) else {
         return Err(PrimsError::Worker("a notify thread did not run".into()));
     };
-    let (Result1::Sender(sender), Result1::Receiver(receiver)) = (s.map_err(io)?, r.map_err(io)?) else {
+    let (Result1::Sender((sender, cost_hist)), Result1::Receiver((receiver, wake_latency_hist))) =
+        (s.map_err(io)?, r.map_err(io)?)
+    else {
         return Err(PrimsError::Worker("notify threads mixed up".into()));
     };
-    Ok(NotifyRun { config: cfg.clone(), threads, sender, receiver, interrupted: stop_requested() })
+    let run = NotifyRun { config: cfg.to_result(), threads, sender, receiver, interrupted: stop_requested() };
+    Ok(Measured { run, cost_hist, wake_latency_hist })
 }
 
 enum Result1 {
-    Sender(SenderResult),
-    Receiver(ReceiverResult),
+    Sender((NotifySender, Hist)),
+    Receiver((NotifyReceiver, Hist)),
 }
 
 #[cfg(test)]
@@ -336,7 +285,7 @@ mod tests {
             let mut c = cfg(test, Mechanism::Eventfd, u64::MAX);
             c.duration_ns = Some(50_000_000);
             let t = std::time::Instant::now();
-            let r = run(&c).unwrap();
+            let r = run(&c).unwrap().run;
             assert!(t.elapsed() < std::time::Duration::from_secs(5), "{test:?} ran {:?}", t.elapsed());
             assert!(r.sender.stopped_by_duration, "{test:?}");
             assert!(r.sender.sent > 0);
@@ -354,7 +303,7 @@ mod tests {
     #[test]
     fn receiver_test_conserves_notifications() {
         for m in Mechanism::ALL {
-            let r = run(&cfg(NotifyTest::Receiver, m, 20_000)).unwrap();
+            let r = run(&cfg(NotifyTest::Receiver, m, 20_000)).unwrap().run;
             assert_eq!(r.sender.sent, 20_000, "{m}");
             assert_eq!(r.receiver.received, 20_000, "{m}");
             assert!(r.receiver.wakeups >= 1 && r.receiver.wakeups <= 20_000, "{m}");
@@ -364,7 +313,10 @@ mod tests {
 
     #[test]
     fn sender_test_times_every_notification() {
-        let r = run(&cfg(NotifyTest::Sender, Mechanism::Eventfd, 200)).unwrap();
+        let m = run(&cfg(NotifyTest::Sender, Mechanism::Eventfd, 200)).unwrap();
+        assert_eq!(m.cost_hist.len(), 200, "the histogram behind the summary");
+        assert_eq!(m.wake_latency_hist.len(), m.run.receiver.wake_latency_ns.count);
+        let r = m.run;
         assert_eq!(r.sender.cost_ns.count, 200);
         assert!(r.sender.cost_avg_ns > 0.0);
         assert_eq!(r.receiver.received, 200);

@@ -1,112 +1,65 @@
 //! Where each measuring thread was asked to run and what it actually got.
 //!
-//! A thread calls [`ThreadRequest::apply`] first thing: it pins itself and/or asks for a
+//! A thread calls [`apply`] first thing: it pins itself and/or asks for a
 //! real-time policy, then reads back (from the kernel) its CPU, allowed CPUs, policy and
 //! priority. Anything asked for and not granted becomes a line in [`ThreadGot::degraded`]; the
 //! commands refuse to report such a run as if it were what was asked unless `--allow-degraded`.
 
-use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
-use serde::Serialize;
-
-use schedlab_report::results;
-
 use crate::PrimsError;
+use schedlab_report::machine::{self, SchedPolicy, ThreadInfo};
 
-/// Real-time policy request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct RtRequest {
-    pub round_robin: bool,
-    pub priority: i32,
-}
+/// A real-time policy request, what a thread asks for, and what it got: the types the results
+/// record (`schedlab_report::results::prims`), used here directly.
+pub use schedlab_report::results::prims::{RtRequest, ThreadGot, ThreadRequest};
 
-impl RtRequest {
-    /// The policy name asked for.
-    pub fn policy_name(&self) -> &'static str {
-        if self.round_robin {
-            "SCHED_RR"
-        } else {
-            "SCHED_FIFO"
-        }
+/// The policy name a real-time request asks for.
+pub fn policy_name(rt: &RtRequest) -> &'static str {
+    if rt.round_robin {
+        "SCHED_RR"
+    } else {
+        "SCHED_FIFO"
     }
 }
 
-/// What a thread asks for.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ThreadRequest {
-    /// Role in the benchmark (`worker #0`, `sender`, `marco 1`, ...).
-    pub role: String,
-    /// CPU to pin to; `None` leaves placement to the scheduler.
-    pub cpu: Option<usize>,
-    /// Real-time policy; `None` keeps the inherited (normally SCHED_OTHER) policy.
-    pub rt: Option<RtRequest>,
-}
-
-/// What a thread got, read back after asking.
-#[derive(Clone, Debug, Serialize)]
-pub struct ThreadGot {
-    pub requested: ThreadRequest,
-    pub got: ThreadInfo,
-    /// Requests not granted, in words (empty when everything was granted).
-    pub degraded: Vec<String>,
-}
-
-impl ThreadGot {
-    /// As the typed results record it.
-    pub fn to_result(&self) -> results::prims::ThreadGot {
-        let r = &self.requested;
-        results::prims::ThreadGot {
-            requested: results::prims::ThreadRequest {
-                role: r.role.clone(),
-                cpu: r.cpu,
-                rt: r.rt.map(|rt| results::prims::RtRequest { round_robin: rt.round_robin, priority: rt.priority }),
-            },
-            got: self.got.clone(),
-            degraded: self.degraded.clone(),
+/// Applies the request to the calling thread and reads back what it got.
+pub fn apply(req: &ThreadRequest) -> ThreadGot {
+    let mut degraded = Vec::new();
+    if let Some(cpu) = req.cpu {
+        if let Err(e) = machine::pin_current_thread(cpu) {
+            degraded.push(format!("{}: pinning to CPU {cpu} failed: {e}", req.role));
         }
     }
-}
-
-impl ThreadRequest {
-    /// Applies the request to the calling thread and reads back what it got.
-    pub fn apply(&self) -> ThreadGot {
-        let mut degraded = Vec::new();
-        if let Some(cpu) = self.cpu {
-            if let Err(e) = machine::pin_current_thread(cpu) {
-                degraded.push(format!("{}: pinning to CPU {cpu} failed: {e}", self.role));
-            }
+    if let Some(rt) = req.rt {
+        if let Err(e) = machine::set_realtime(rt.round_robin, rt.priority) {
+            let hint = if e.raw_os_error() == Some(libc::EPERM) {
+                " (needs root or CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least the priority)"
+            } else {
+                ""
+            };
+            degraded.push(format!("{}: {} priority {} not granted: {e}{hint}", req.role, policy_name(&rt), rt.priority));
         }
-        if let Some(rt) = self.rt {
-            if let Err(e) = machine::set_realtime(rt.round_robin, rt.priority) {
-                let hint = if e.raw_os_error() == Some(libc::EPERM) {
-                    " (needs root or CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least the priority)"
-                } else {
-                    ""
-                };
-                degraded.push(format!("{}: {} priority {} not granted: {e}{hint}", self.role, rt.policy_name(), rt.priority));
-            }
-        }
-        let got = ThreadInfo::current();
-        // Read back: trust what the kernel says, not what the calls returned.
-        if let Some(cpu) = self.cpu {
-            if got.allowed_cpus != [cpu] && degraded.iter().all(|d| !d.contains("pinning")) {
-                degraded.push(format!("{}: asked for CPU {cpu}, may run on {:?}", self.role, got.allowed_cpus));
-            }
-        }
-        if let Some(rt) = self.rt {
-            let want = if rt.round_robin { SchedPolicy::SchedRr } else { SchedPolicy::SchedFifo };
-            if (got.policy != want || got.priority != rt.priority) && degraded.iter().all(|d| !d.contains("granted")) {
-                degraded.push(format!(
-                    "{}: asked for {} priority {}, got {} priority {}",
-                    self.role,
-                    rt.policy_name(),
-                    rt.priority,
-                    got.policy.name(),
-                    got.priority
-                ));
-            }
-        }
-        ThreadGot { requested: self.clone(), got, degraded }
     }
+    let got = ThreadInfo::current();
+    // Read back: trust what the kernel says, not what the calls returned.
+    if let Some(cpu) = req.cpu {
+        if got.allowed_cpus != [cpu] && degraded.iter().all(|d| !d.contains("pinning")) {
+            degraded.push(format!("{}: asked for CPU {cpu}, may run on {:?}", req.role, got.allowed_cpus));
+        }
+    }
+    if let Some(rt) = req.rt {
+        let want = if rt.round_robin { SchedPolicy::SchedRr } else { SchedPolicy::SchedFifo };
+        if (got.policy != want || got.priority != rt.priority) && degraded.iter().all(|d| !d.contains("granted")) {
+            degraded.push(format!(
+                "{}: asked for {} priority {}, got {} priority {}",
+                req.role,
+                policy_name(&rt),
+                rt.priority,
+                got.policy.name(),
+                got.priority
+            ));
+        }
+    }
+    ThreadGot { requested: req.clone(), got, degraded }
 }
 
 /// Checks that every CPU asked for may be used by this process.
@@ -120,13 +73,8 @@ pub fn check_cpus<'a>(cpus: impl IntoIterator<Item = (&'a str, usize)>) -> Resul
     Ok(())
 }
 
-/// Result of asking for `mlockall(MCL_CURRENT | MCL_FUTURE)`.
-#[derive(Clone, Debug, Serialize)]
-pub struct MlockResult {
-    pub requested: bool,
-    pub locked: bool,
-    pub error: Option<String>,
-}
+/// Result of asking for `mlockall(MCL_CURRENT | MCL_FUTURE)`: the type `schedlab.semtest` records.
+pub use schedlab_report::results::semtest::MlockResult;
 
 /// Locks the process's memory when asked (so page faults do not land in the measurement).
 pub fn mlockall(requested: bool) -> MlockResult {
@@ -197,7 +145,7 @@ impl Gate {
 
     /// Called by worker `index`: applies `req`, waits for the verdict. `None` means: do not measure.
     pub fn enter(&self, index: usize, req: &ThreadRequest) -> Option<ThreadGot> {
-        let got = req.apply();
+        let got = apply(req);
         let mut st = self.lock();
         st.gots[index] = Some(got.clone());
         st.arrived += 1;
@@ -247,7 +195,7 @@ mod tests {
     fn pinning_is_read_back() {
         let cpu = *machine::online_cpus().last().unwrap();
         let got =
-            std::thread::spawn(move || ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None }.apply()).join().unwrap();
+            std::thread::spawn(move || apply(&ThreadRequest { role: "t".into(), cpu: Some(cpu), rt: None })).join().unwrap();
         assert!(got.degraded.is_empty(), "{:?}", got.degraded);
         assert_eq!(got.got.allowed_cpus, vec![cpu]);
         assert_eq!(got.got.cpu as usize, cpu);
@@ -255,7 +203,7 @@ mod tests {
 
     #[test]
     fn impossible_cpu_is_reported_as_degraded() {
-        let got = std::thread::spawn(|| ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None }.apply()).join().unwrap();
+        let got = std::thread::spawn(|| apply(&ThreadRequest { role: "t".into(), cpu: Some(4000), rt: None })).join().unwrap();
         assert_eq!(got.degraded.len(), 1, "{:?}", got.degraded);
         assert!(check_cpus([("-s", 4000)]).unwrap_err().to_string().contains("4000"));
     }
@@ -290,7 +238,7 @@ mod tests {
     fn rt_request_matches_what_was_read_back() {
         // Granted or not depends on privileges; either way the report must agree with the kernel.
         let got = std::thread::spawn(|| {
-            ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) }.apply()
+            apply(&ThreadRequest { role: "t".into(), cpu: None, rt: Some(RtRequest { round_robin: true, priority: 1 }) })
         })
         .join()
         .unwrap();

@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use schedlab_report::disturb::{Disturbance, Probe};
-use schedlab_report::{Hist, Summary};
+use schedlab_report::Hist;
 use serde::Serialize;
 
 use crate::chan::{Mechanism, Notifier};
 use crate::clock::{current_cpu, now_ns};
-use crate::place::{self, stop_requested, Gate, MlockResult, RtRequest, ThreadGot, ThreadRequest};
+use crate::place::{self, stop_requested, Gate, RtRequest, ThreadRequest};
 use schedlab_report::results;
 
 use crate::{serde_name, PrimsError};
@@ -101,93 +101,45 @@ pub struct SemtestConfig {
     pub duration_ns: Option<u64>,
 }
 
-/// One pair's figures, in microseconds.
-#[derive(Clone, Debug, Serialize)]
-pub struct PairResult {
-    pub index: usize,
-    pub marco_cpu_requested: Option<usize>,
-    pub polo_cpu_requested: Option<usize>,
-    /// CPUs the threads ran on when they finished (read back).
-    pub marco_cpu_at_end: i32,
-    pub polo_cpu_at_end: i32,
-    pub lat_us: Summary,
-    #[serde(skip)]
-    pub hist: Hist,
-    /// What disturbed each thread of the pair (switches: their waits are voluntary ones;
-    /// migrations; the longest gap between two iterations).
-    pub marco_disturbance: Disturbance,
-    pub polo_disturbance: Disturbance,
-}
-
 /// Mean and median of per-pair values (the original's "usvg" and "middle"): the result type's.
 pub use schedlab_report::results::semtest::Global;
+/// One pair's figures, in microseconds: the result type's.
+pub use schedlab_report::results::semtest::SemtestPair;
+/// A whole run: the result type's.
+pub use schedlab_report::results::semtest::SemtestRun;
 
-/// A whole run.
-#[derive(Clone, Debug, Serialize)]
-pub struct SemtestRun {
-    pub config: SemtestConfig,
-    pub mlock: MlockResult,
-    pub threads: Vec<ThreadGot>,
-    pub degraded: Vec<String>,
-    pub pairs: Vec<PairResult>,
-    /// Largest per-pair maximum, with the mean and median of the per-pair maxima.
-    pub max_global: Global,
-    /// Smallest per-pair minimum (really the minimum), with mean and median of the minima.
-    pub min_global: Global,
-    /// Every sample of every pair together.
-    pub all_lat_us: Summary,
-    pub duration_s: f64,
-    pub interrupted: bool,
+/// What [`run`] measured: the typed run (`schedlab.semtest`'s `run`) and each pair's latency
+/// samples (for `--histfile`), which the result does not carry.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub run: SemtestRun,
+    /// Per pair, in the order of `run.pairs`: the samples behind its `lat_us`, ns.
+    pub hists: Vec<Hist>,
 }
 
-impl SemtestRun {
-    /// The run as the typed result `schedlab.semtest` records it.
-    pub fn to_result(&self) -> results::semtest::SemtestRun {
+impl SemtestConfig {
+    /// The configuration as the typed result records it.
+    pub fn to_result(&self) -> results::semtest::SemtestConfig {
         use results::semtest as t;
-        let c = &self.config;
-        t::SemtestRun {
-            config: t::SemtestConfig {
-                pairs: c.pairs,
-                iterations: c.iterations,
-                warmup: c.warmup,
-                mode: serde_name(&c.mode),
-                primitive: serde_name(&c.primitive),
-                placement: match c.placement {
-                    Placement::Permuted => t::Placement::Permuted,
-                    Placement::SameCore => t::Placement::SameCore,
-                    Placement::CrossCore => t::Placement::CrossCore,
-                    Placement::Unpinned => t::Placement::Unpinned,
-                    Placement::Fixed(a, b) => t::Placement::Fixed(a, b),
-                },
-                rt: c.rt.map(|rt| results::prims::RtRequest { round_robin: rt.round_robin, priority: rt.priority }),
-                interval_us: c.interval_us,
-                mlockall: c.mlockall,
-                allow_degraded: c.allow_degraded,
-                seed: c.seed,
-                duration_ns: c.duration_ns,
+        t::SemtestConfig {
+            pairs: self.pairs,
+            iterations: self.iterations,
+            warmup: self.warmup,
+            mode: serde_name(&self.mode),
+            primitive: serde_name(&self.primitive),
+            placement: match self.placement {
+                Placement::Permuted => t::Placement::Permuted,
+                Placement::SameCore => t::Placement::SameCore,
+                Placement::CrossCore => t::Placement::CrossCore,
+                Placement::Unpinned => t::Placement::Unpinned,
+                Placement::Fixed(a, b) => t::Placement::Fixed(a, b),
             },
-            mlock: t::MlockResult { requested: self.mlock.requested, locked: self.mlock.locked, error: self.mlock.error.clone() },
-            threads: self.threads.iter().map(ThreadGot::to_result).collect(),
-            degraded: self.degraded.clone(),
-            pairs: self
-                .pairs
-                .iter()
-                .map(|p| t::SemtestPair {
-                    index: p.index,
-                    marco_cpu_requested: p.marco_cpu_requested,
-                    polo_cpu_requested: p.polo_cpu_requested,
-                    marco_cpu_at_end: p.marco_cpu_at_end,
-                    polo_cpu_at_end: p.polo_cpu_at_end,
-                    lat_us: p.lat_us,
-                    marco_disturbance: p.marco_disturbance.clone(),
-                    polo_disturbance: p.polo_disturbance.clone(),
-                })
-                .collect(),
-            max_global: self.max_global,
-            min_global: self.min_global,
-            all_lat_us: self.all_lat_us,
-            duration_s: self.duration_s,
-            interrupted: self.interrupted,
+            rt: self.rt,
+            interval_us: self.interval_us,
+            mlockall: self.mlockall,
+            allow_degraded: self.allow_degraded,
+            seed: self.seed,
+            duration_ns: self.duration_ns,
         }
     }
 }
@@ -208,7 +160,7 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 /// The (Max)/(Min) summaries over per-pair values.
-pub fn globals(pairs: &[PairResult]) -> (Global, Global) {
+pub fn globals(pairs: &[SemtestPair]) -> (Global, Global) {
     let maxes: Vec<f64> = pairs.iter().filter(|p| p.lat_us.count > 0).map(|p| p.lat_us.max).collect();
     let mins: Vec<f64> = pairs.iter().filter(|p| p.lat_us.count > 0).map(|p| p.lat_us.min).collect();
     let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
@@ -341,7 +293,7 @@ type Outcome = Option<std::io::Result<Side>>;
 
 /// Runs the pairs. `Err(Degraded)` before measuring when pinning, the RT policy or mlockall
 /// was asked for and refused (unless `allow_degraded`).
-pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
+pub fn run(cfg: &SemtestConfig) -> Result<Measured, PrimsError> {
     let cpus = schedlab_report::machine::online_cpus();
     let placement = pair_cpus(cfg, &cpus)?;
     if cfg.iterations == 0 {
@@ -407,7 +359,7 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
     let duration_s = (now_ns() - start) as f64 / 1e9;
     place::munlockall(&mlock);
     let threads = verdict?;
-    let mut results = Vec::new();
+    let (mut pairs, mut hists) = (Vec::new(), Vec::new());
     let mut all = Hist::new();
     for (c, chunk) in outcomes.chunks(2).enumerate() {
         let get = |o: &Outcome| -> Result<Side, PrimsError> {
@@ -422,31 +374,32 @@ pub fn run(cfg: &SemtestConfig) -> Result<SemtestRun, PrimsError> {
         let ((hm, cm, dm), (hp, cp, dp)) = (get(&chunk[0])?, get(&chunk[1])?);
         let hist = if cfg.mode == Mode::RoundTrip { hm } else { hp };
         all.merge(&hist);
-        results.push(PairResult {
+        pairs.push(SemtestPair {
             index: c,
             marco_cpu_requested: placement[c].0,
             polo_cpu_requested: placement[c].1,
             marco_cpu_at_end: cm,
             polo_cpu_at_end: cp,
             lat_us: hist.summary(1000.0),
-            hist,
             marco_disturbance: dm,
             polo_disturbance: dp,
         });
+        hists.push(hist);
     }
-    let (max_global, min_global) = globals(&results);
-    Ok(SemtestRun {
-        config: cfg.clone(),
+    let (max_global, min_global) = globals(&pairs);
+    let run = SemtestRun {
+        config: cfg.to_result(),
         degraded: place::degraded_lines(&threads, &extra),
         mlock,
         threads,
-        pairs: results,
+        pairs,
         max_global,
         min_global,
         all_lat_us: all.summary(1000.0),
         duration_s,
         interrupted: stop_requested(),
-    })
+    };
+    Ok(Measured { run, hists })
 }
 
 #[cfg(test)]
@@ -478,7 +431,7 @@ mod tests {
         c.interval_us = 100;
         c.duration_ns = Some(100_000_000);
         let t = std::time::Instant::now();
-        let r = run(&c).unwrap();
+        let r = run(&c).unwrap().run;
         assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(r.pairs[0].lat_us.count > 10, "{:?}", r.pairs[0].lat_us);
         assert!(!r.interrupted);
@@ -490,7 +443,7 @@ mod tests {
             for m in [Mechanism::Sem, Mechanism::Futex, Mechanism::Pipe] {
                 let mut c = cfg(1, mode, Placement::Unpinned);
                 c.primitive = m;
-                let r = run(&c).unwrap();
+                let r = run(&c).unwrap().run;
                 assert_eq!(r.pairs[0].lat_us.count, 300, "{mode:?} {m}");
                 assert!(r.pairs[0].lat_us.min > 0.0);
                 assert!(r.min_global.value_us <= r.max_global.value_us);
@@ -501,15 +454,15 @@ mod tests {
     #[test]
     fn round_trip_is_not_shorter_than_one_way_at_the_median() {
         // Two wake-ups against one, same placement: a p50 comparison with slack for a noisy VM.
-        let rt = run(&cfg(1, Mode::RoundTrip, Placement::SameCore)).unwrap();
-        let ow = run(&cfg(1, Mode::OneWay, Placement::SameCore)).unwrap();
+        let rt = run(&cfg(1, Mode::RoundTrip, Placement::SameCore)).unwrap().run;
+        let ow = run(&cfg(1, Mode::OneWay, Placement::SameCore)).unwrap().run;
         assert!(rt.pairs[0].lat_us.p50 * 1.5 >= ow.pairs[0].lat_us.p50, "{:?} {:?}", rt.pairs[0].lat_us, ow.pairs[0].lat_us);
     }
 
     #[test]
     fn same_core_placement_is_read_back() {
         let cpus = schedlab_report::machine::online_cpus();
-        let r = run(&cfg(1, Mode::OneWay, Placement::SameCore)).unwrap();
+        let r = run(&cfg(1, Mode::OneWay, Placement::SameCore)).unwrap().run;
         assert_eq!(r.pairs[0].marco_cpu_at_end as usize, cpus[0]);
         assert_eq!(r.pairs[0].polo_cpu_at_end as usize, cpus[0]);
         assert!(r.threads.iter().all(|t| t.got.allowed_cpus == vec![cpus[0]]));
@@ -528,14 +481,13 @@ mod tests {
 
     #[test]
     fn min_global_is_the_smallest_minimum() {
-        let mk = |min: f64, max: f64| PairResult {
+        let mk = |min: f64, max: f64| SemtestPair {
             index: 0,
             marco_cpu_requested: None,
             polo_cpu_requested: None,
             marco_cpu_at_end: 0,
             polo_cpu_at_end: 0,
-            lat_us: Summary { count: 1, min, max, ..Default::default() },
-            hist: Hist::new(),
+            lat_us: schedlab_report::Summary { count: 1, min, max, ..Default::default() },
             marco_disturbance: Probe::start(0).finish("marco 0"),
             polo_disturbance: Probe::start(0).finish("polo 0"),
         };

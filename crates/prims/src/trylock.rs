@@ -27,13 +27,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use schedlab_report::disturb::{Disturbance, Probe};
+use schedlab_report::disturb::Probe;
 use schedlab_report::{Hist, Summary};
 use serde::Serialize;
 
 use crate::clock::{current_cpu, now_ns};
 use crate::locks::{LockKind, TryLock};
-use crate::place::{stop_requested, Gate, ThreadGot, ThreadRequest};
+use crate::place::{stop_requested, Gate, ThreadRequest};
 use schedlab_report::results;
 
 use crate::{serde_name, PrimsError};
@@ -80,127 +80,69 @@ pub enum Dispatch {
     TraitObject,
 }
 
-/// One worker's figures. Costs are in nanoseconds and include one clock read (see the clock cost).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct WorkerResult {
-    pub index: usize,
-    /// CPU the worker was running on when it finished.
-    pub cpu_at_end: i32,
-    pub duration_s: f64,
-    /// CPU time the worker's thread got during the loop (less than `duration_s` when the thread
-    /// was preempted: on a loaded machine `busy_ns_per_try_cpu` is the robust test A figure).
-    pub cpu_s: f64,
-    /// Test A: CPU time per try, ns.
-    pub busy_ns_per_try_cpu: f64,
-    pub busy_samples: u64,
-    pub free_samples: u64,
-    pub post_samples: u64,
-    /// Tries per second (test A).
-    pub rate_ops_per_s: f64,
-    pub busy_avg_ns: f64,
-    pub free_avg_ns: f64,
-    pub post_avg_ns: f64,
-    pub busy_ns: Summary,
-    pub free_ns: Summary,
-    pub post_ns: Summary,
-    /// Free tries that took the lock just released by *another* thread (the rest re-took a lock
-    /// this thread had released itself, a local cache hit).
-    pub free_handover_samples: u64,
-    pub free_handover_avg_ns: f64,
-    pub free_handover_ns: Summary,
-    /// Histograms behind the summaries (ns), kept to merge threads.
-    #[serde(skip)]
-    pub hists: Option<Box<[Hist; 4]>>,
-    /// Last busy samples, oldest first (not in the JSON; `-o` writes them).
-    #[serde(skip)]
-    pub busy_ring: Vec<u32>,
-    /// What disturbed the worker during its loop: switches, migrations, the longest gap between
-    /// two timed tries (test A: between two chunks of 4096 untimed tries).
-    pub disturbance: Option<Disturbance>,
-}
-
-/// A whole run.
-#[derive(Clone, Debug, Serialize)]
-pub struct TrylockRun {
-    pub config: TrylockConfig,
-    /// CPU the lock was allocated on (read back), if `-x` was given.
-    pub alloc_cpu_got: Option<i32>,
-    pub threads: Vec<ThreadGot>,
-    pub workers: Vec<WorkerResult>,
-    /// All workers' samples together (test B and ping-pong).
-    pub all: AllThreads,
-    pub interrupted: bool,
-}
-
 /// Every worker's samples together, ns: the result type's.
 pub use schedlab_report::results::trylock::TrylockAll as AllThreads;
+/// A whole run: the result type's.
+pub use schedlab_report::results::trylock::TrylockRun;
+/// One worker's figures (the result type's; costs in ns, each including one clock read).
+pub use schedlab_report::results::trylock::TrylockWorker;
 
-impl TrylockRun {
-    /// The run as the typed result `schedlab.trylock` records it.
-    pub fn to_result(&self) -> results::trylock::TrylockRun {
-        let c = &self.config;
-        let w = |w: &WorkerResult| results::trylock::TrylockWorker {
-            index: w.index,
-            cpu_at_end: w.cpu_at_end,
-            duration_s: w.duration_s,
-            cpu_s: w.cpu_s,
-            busy_ns_per_try_cpu: w.busy_ns_per_try_cpu,
-            busy_samples: w.busy_samples,
-            free_samples: w.free_samples,
-            post_samples: w.post_samples,
-            rate_ops_per_s: w.rate_ops_per_s,
-            busy_avg_ns: w.busy_avg_ns,
-            free_avg_ns: w.free_avg_ns,
-            post_avg_ns: w.post_avg_ns,
-            busy_ns: w.busy_ns,
-            free_ns: w.free_ns,
-            post_ns: w.post_ns,
-            free_handover_samples: w.free_handover_samples,
-            free_handover_avg_ns: w.free_handover_avg_ns,
-            free_handover_ns: w.free_handover_ns,
-            disturbance: w.disturbance.clone(),
-        };
-        results::trylock::TrylockRun {
-            config: results::trylock::TrylockConfig {
-                test: serde_name(&c.test),
-                lock: serde_name(&c.lock),
-                threads: c.threads,
-                ops_per_thread: c.ops_per_thread,
-                alloc_cpu: c.alloc_cpu,
-                worker_cpus: c.worker_cpus.clone(),
-                ring: c.ring,
-                allow_degraded: c.allow_degraded,
-                track_handover: c.track_handover,
-                dispatch: serde_name(&c.dispatch),
-            },
-            alloc_cpu_got: self.alloc_cpu_got,
-            threads: self.threads.iter().map(ThreadGot::to_result).collect(),
-            workers: self.workers.iter().map(w).collect(),
-            all: self.all.clone(),
-            interrupted: self.interrupted,
+/// What [`run`] measured: the typed run (`schedlab.trylock`'s `run`) and the raw busy samples
+/// that `-o` dumps, which the result does not carry.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub run: TrylockRun,
+    /// Per worker, in the order of `run.workers`: its last busy samples (ns), oldest first.
+    pub busy_rings: Vec<Vec<u32>>,
+}
+
+impl TrylockConfig {
+    /// The configuration as the typed result records it.
+    pub fn to_result(&self) -> results::trylock::TrylockConfig {
+        results::trylock::TrylockConfig {
+            test: serde_name(&self.test),
+            lock: serde_name(&self.lock),
+            threads: self.threads,
+            ops_per_thread: self.ops_per_thread,
+            alloc_cpu: self.alloc_cpu,
+            worker_cpus: self.worker_cpus.clone(),
+            ring: self.ring,
+            allow_degraded: self.allow_degraded,
+            track_handover: self.track_handover,
+            dispatch: serde_name(&self.dispatch),
         }
     }
+}
 
-    /// Sum of the workers' try rates (test A).
-    pub fn total_rate(&self) -> f64 {
-        self.workers.iter().map(|w| w.rate_ops_per_s).sum()
-    }
-    /// Sample-weighted average busy / free / post cost over all workers, ns.
-    pub fn averages(&self) -> (f64, f64, f64) {
-        let avg = |n: fn(&WorkerResult) -> u64, a: fn(&WorkerResult) -> f64| {
-            let total: u64 = self.workers.iter().map(n).sum();
-            if total == 0 {
-                0.0
-            } else {
-                self.workers.iter().map(|w| a(w) * n(w) as f64).sum::<f64>() / total as f64
-            }
-        };
-        (
-            avg(|w| w.busy_samples, |w| w.busy_avg_ns),
-            avg(|w| w.free_samples, |w| w.free_avg_ns),
-            avg(|w| w.post_samples, |w| w.post_avg_ns),
-        )
-    }
+/// Sum of the workers' try rates (test A).
+pub fn total_rate(run: &TrylockRun) -> f64 {
+    run.workers.iter().map(|w| w.rate_ops_per_s).sum()
+}
+
+/// Sample-weighted average busy / free / post cost over all workers, ns.
+pub fn averages(run: &TrylockRun) -> (f64, f64, f64) {
+    let avg = |n: fn(&TrylockWorker) -> u64, a: fn(&TrylockWorker) -> f64| {
+        let total: u64 = run.workers.iter().map(n).sum();
+        if total == 0 {
+            0.0
+        } else {
+            run.workers.iter().map(|w| a(w) * n(w) as f64).sum::<f64>() / total as f64
+        }
+    };
+    (
+        avg(|w| w.busy_samples, |w| w.busy_avg_ns),
+        avg(|w| w.free_samples, |w| w.free_avg_ns),
+        avg(|w| w.post_samples, |w| w.post_avg_ns),
+    )
+}
+
+/// One worker as its loop left it: its figures and the samples behind them.
+struct Worker {
+    figures: TrylockWorker,
+    /// Busy, free, post and handed-over-free histograms (ns), to merge the workers (test B).
+    hists: Option<Box<[Hist; 4]>>,
+    /// Its last busy samples, oldest first.
+    busy_ring: Vec<u32>,
 }
 
 /// No thread has held the lock yet.
@@ -331,11 +273,11 @@ impl Samples {
     fn post(&mut self, ns: u64) {
         self.post.record(ns);
     }
-    fn finish(self, index: usize, duration_ns: u64, cpu_ns: u64, probe: &Probe) -> WorkerResult {
+    fn finish(self, index: usize, duration_ns: u64, cpu_ns: u64, probe: &Probe) -> Worker {
         let (busy_avg_ns, free_avg_ns, post_avg_ns, free_handover_avg_ns) =
             (self.busy.mean(), self.free.mean(), self.post.mean(), self.handover.mean());
         let [busy, free, post, handover] = [self.busy, self.free, self.post, self.handover].map(FastHist::into_hist);
-        WorkerResult {
+        let figures = TrylockWorker {
             index,
             cpu_at_end: current_cpu(),
             duration_s: duration_ns as f64 / 1e9,
@@ -354,10 +296,9 @@ impl Samples {
             free_handover_samples: handover.len(),
             free_handover_avg_ns,
             free_handover_ns: handover.summary(1.0),
-            hists: Some(Box::new([busy, free, post, handover])),
-            busy_ring: self.ring.into_ordered(),
             disturbance: Some(probe.finish(&format!("thread #{index:02}"))),
-        }
+        };
+        Worker { figures, hists: Some(Box::new([busy, free, post, handover])), busy_ring: self.ring.into_ordered() }
     }
 }
 
@@ -371,7 +312,7 @@ pub fn thread_cpu_ns() -> u64 {
 
 /// Test A: tight loop of tries on a lock someone else holds. Generic, so that each lock gets
 /// its own loop with a direct call (`L = dyn TryLock` gives the indirect-call version).
-fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerResult {
+fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> Worker {
     const CHUNK: u64 = 4096;
     let (mut busy, mut free) = (0u64, 0u64);
     let c0 = thread_cpu_ns();
@@ -394,7 +335,8 @@ fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerRes
     }
     let dt = (now_ns() - t0).max(1);
     let cpu = (thread_cpu_ns() - c0).max(1);
-    WorkerResult {
+    let none = Summary::default();
+    let figures = TrylockWorker {
         index,
         cpu_at_end: current_cpu(),
         duration_s: dt as f64 / 1e9,
@@ -402,16 +344,26 @@ fn busy_loop<L: TryLock + ?Sized>(lock: &L, ops: u64, index: usize) -> WorkerRes
         busy_ns_per_try_cpu: cpu as f64 / done.max(1) as f64,
         busy_samples: busy,
         free_samples: free,
+        post_samples: 0,
         rate_ops_per_s: done as f64 * 1e9 / dt as f64,
+        busy_avg_ns: 0.0,
+        free_avg_ns: 0.0,
+        post_avg_ns: 0.0,
+        busy_ns: none,
+        free_ns: none,
+        post_ns: none,
+        free_handover_samples: 0,
+        free_handover_avg_ns: 0.0,
+        free_handover_ns: none,
         disturbance: Some(probe.finish(&format!("thread #{index:02}"))),
-        ..Default::default()
-    }
+    };
+    Worker { figures, hists: None, busy_ring: Vec::new() }
 }
 
 /// Test B: tries and unlocks, each timed; the token wanders between threads. Between two timed
 /// operations only what a C loop does happens (sum, count, ring store, one bucket increment),
 /// plus, when `owner` is given, the hand-over bookkeeping.
-fn free_loop<L: TryLock + ?Sized>(lock: &L, owner: Option<&AtomicU32>, ops: u64, index: usize, ring: usize) -> WorkerResult {
+fn free_loop<L: TryLock + ?Sized>(lock: &L, owner: Option<&AtomicU32>, ops: u64, index: usize, ring: usize) -> Worker {
     let mut s = Samples::new(ring);
     let me = index as u32;
     let c0 = thread_cpu_ns();
@@ -477,7 +429,7 @@ fn spin_while(cond: impl Fn() -> bool) -> bool {
 /// holder keeps the lock until the other thread has found it busy at least once, then unlocks;
 /// the other's next try finds it free. So every round has busy tries against a lock held on the
 /// other core, one free try just after the other core released it, and one unlock.
-fn pingpong_loop<L: TryLock + ?Sized>(lock: &L, turns: &Turns, rounds: u64, me: usize, ring: usize) -> WorkerResult {
+fn pingpong_loop<L: TryLock + ?Sized>(lock: &L, turns: &Turns, rounds: u64, me: usize, ring: usize) -> Worker {
     let peer = 1 - me;
     let mut s = Samples::new(ring);
     let c0 = thread_cpu_ns();
@@ -521,7 +473,7 @@ fn pingpong_loop<L: TryLock + ?Sized>(lock: &L, turns: &Turns, rounds: u64, me: 
 }
 
 /// Busy, free, post and handed-over-free samples of all workers together.
-fn merge(workers: &[WorkerResult]) -> AllThreads {
+fn merge(workers: &[Worker]) -> AllThreads {
     let mut all = [Hist::new(), Hist::new(), Hist::new(), Hist::new()];
     for h in workers.iter().filter_map(|w| w.hists.as_ref()) {
         for (a, b) in all.iter_mut().zip(h.iter()) {
@@ -554,7 +506,7 @@ pub fn validate(cfg: &TrylockConfig) -> Result<(), PrimsError> {
 
 /// Runs the test. Returns `Err(Degraded)` (before measuring) if pinning was refused and
 /// degraded runs are not allowed.
-pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
+pub fn run(cfg: &TrylockConfig) -> Result<Measured, PrimsError> {
     validate(cfg)?;
     use crate::locks::{FutexLock, MutexLock, SemLock, SpinLock, TasLock, TicketLock, TtasLock};
     match (cfg.dispatch, cfg.lock) {
@@ -570,7 +522,7 @@ pub fn run(cfg: &TrylockConfig) -> Result<TrylockRun, PrimsError> {
 }
 
 /// [`run`] for one lock type: `make` creates the lock (on the `-x` CPU when asked).
-fn run_with<L, F>(cfg: &TrylockConfig, make: F) -> Result<TrylockRun, PrimsError>
+fn run_with<L, F>(cfg: &TrylockConfig, make: F) -> Result<Measured, PrimsError>
 where
     L: TryLock + ?Sized + 'static,
     F: FnOnce() -> Result<Arc<L>, PrimsError> + Send + 'static,
@@ -580,7 +532,7 @@ where
         Some(cpu) => {
             let req = ThreadRequest { role: format!("lock allocator (-x {cpu})"), cpu: Some(cpu), rt: None };
             let (lock, got) = std::thread::spawn(move || {
-                let got = req.apply();
+                let got = crate::place::apply(&req);
                 (make(), got)
             })
             .join()
@@ -637,7 +589,10 @@ where
     }
     let threads = verdict?;
     let all = merge(&workers);
-    Ok(TrylockRun { config: cfg.clone(), alloc_cpu_got, threads, workers, all, interrupted: stop_requested() })
+    let (figures, busy_rings) = workers.into_iter().map(|w| (w.figures, w.busy_ring)).unzip();
+    let run =
+        TrylockRun { config: cfg.to_result(), alloc_cpu_got, threads, workers: figures, all, interrupted: stop_requested() };
+    Ok(Measured { run, busy_rings })
 }
 
 #[cfg(test)]
@@ -665,13 +620,13 @@ mod tests {
             for k in [LockKind::Sem, LockKind::Ticket] {
                 let mut c = cfg(TrylockTest::Busy, k, 1, 10_000);
                 c.dispatch = dispatch;
-                let r = run(&c).unwrap();
+                let r = run(&c).unwrap().run;
                 assert_eq!(r.workers[0].busy_samples, 10_000, "{dispatch:?} {k}");
                 assert!(r.workers[0].busy_ns_per_try_cpu > 0.0 && r.workers[0].cpu_s > 0.0);
                 let mut c = cfg(TrylockTest::Free, k, 2, 10_000);
                 c.dispatch = dispatch;
                 c.track_handover = false;
-                let r = run(&c).unwrap();
+                let r = run(&c).unwrap().run;
                 for w in &r.workers {
                     assert_eq!(w.busy_samples + w.free_samples, 10_000);
                     assert_eq!(w.free_handover_samples, 0, "not tracked");
@@ -713,30 +668,31 @@ mod tests {
     #[test]
     fn busy_test_never_gets_the_lock() {
         for k in LockKind::ALL {
-            let r = run(&cfg(TrylockTest::Busy, k, 2, 20_000)).unwrap();
+            let r = run(&cfg(TrylockTest::Busy, k, 2, 20_000)).unwrap().run;
             assert_eq!(r.workers.len(), 2);
             for w in &r.workers {
                 assert_eq!(w.busy_samples, 20_000, "{k}");
                 assert_eq!(w.free_samples, 0, "{k}");
                 assert!(w.rate_ops_per_s > 0.0);
             }
-            assert!(r.total_rate() >= r.workers[0].rate_ops_per_s);
+            assert!(total_rate(&r) >= r.workers[0].rate_ops_per_s);
         }
     }
 
     #[test]
     fn free_test_accounts_for_every_try() {
-        let r = run(&cfg(TrylockTest::Free, LockKind::Sem, 2, 20_000)).unwrap();
-        for w in &r.workers {
+        let m = run(&cfg(TrylockTest::Free, LockKind::Sem, 2, 20_000)).unwrap();
+        assert_eq!(m.busy_rings.len(), m.run.workers.len());
+        for (w, ring) in m.run.workers.iter().zip(&m.busy_rings) {
             assert_eq!(w.busy_samples + w.free_samples, 20_000);
             assert_eq!(w.free_samples, w.post_samples, "every acquisition is released once");
-            assert!(w.busy_ring.len() as u64 == w.busy_samples.min(1000));
+            assert!(ring.len() as u64 == w.busy_samples.min(1000));
             if w.free_samples > 0 {
                 assert!(w.free_avg_ns > 0.0 && w.free_ns.min <= w.free_avg_ns);
             }
         }
         // One thread alone always finds the lock free.
-        let r = run(&cfg(TrylockTest::Free, LockKind::Tas, 1, 5_000)).unwrap();
+        let r = run(&cfg(TrylockTest::Free, LockKind::Tas, 1, 5_000)).unwrap().run;
         assert_eq!(r.workers[0].free_samples, 5_000);
         assert_eq!(r.workers[0].busy_samples, 0);
         assert_eq!(r.workers[0].free_handover_samples, 0, "nobody else ever held it");
@@ -745,7 +701,7 @@ mod tests {
     #[test]
     fn pingpong_alternates_strictly() {
         for k in [LockKind::Sem, LockKind::Ticket] {
-            let r = run(&cfg(TrylockTest::PingPong, k, 2, 500)).unwrap();
+            let r = run(&cfg(TrylockTest::PingPong, k, 2, 500)).unwrap().run;
             for w in &r.workers {
                 assert_eq!(w.free_samples, 500, "{k}: one acquisition per round");
                 assert_eq!(w.post_samples, 500);

@@ -6,7 +6,9 @@
 //!   second signal ends the process at once;
 //! - [`guard_closed_pipes`]: output whose reader went away (`schedlab sim | head -1`) ends the
 //!   process quietly with [`exit::CLOSED_PIPE`] instead of a panic;
-//! - [`exit`]: the exit codes, documented in the README.
+//! - [`exit`]: the exit codes, documented in the README;
+//! - [`check_writable`]: an output file named on the command line is checked before anything is
+//!   measured, not found unwritable after the run.
 //!
 //! The JSON and CSV writers are in [`crate::export`].
 
@@ -135,6 +137,31 @@ pub fn guard_closed_pipes() {
     }));
 }
 
+/// An output file that cannot be written, found before measuring.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} file {} cannot be written (checked before measuring)", path.display())]
+pub struct NotWritable {
+    /// The option that names the file (`--json`, `-o`, ...).
+    pub what: String,
+    pub path: std::path::PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Fails unless `path` can be written, without truncating an existing file or leaving a new one
+/// behind; `what` is the option that names it. `-` (stdout) always passes.
+pub fn check_writable(path: &std::path::Path, what: &str) -> Result<(), NotWritable> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let r = if path.exists() {
+        std::fs::OpenOptions::new().append(true).open(path).map(drop)
+    } else {
+        std::fs::OpenOptions::new().write(true).create_new(true).open(path).and_then(|_| std::fs::remove_file(path))
+    };
+    r.map_err(|source| NotWritable { what: what.to_string(), path: path.to_path_buf(), source })
+}
+
 /// The message std's print macros panic with when their stream's reader is gone.
 fn is_closed_pipe_panic(msg: &str) -> bool {
     (msg.starts_with("failed printing to stdout") || msg.starts_with("failed printing to stderr"))
@@ -159,6 +186,23 @@ mod tests {
         assert!(is_closed_pipe_panic("failed printing to stderr: Broken pipe (os error 32)"));
         assert!(!is_closed_pipe_panic("failed printing to stdout: No space left on device (os error 28)"));
         assert!(!is_closed_pipe_panic("index out of bounds"));
+    }
+
+    #[test]
+    fn writability_is_checked_without_side_effects() {
+        let dir = std::env::temp_dir().join(format!("schedlab-frontend-wr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("x.txt");
+        check_writable(&f, "-o").unwrap();
+        assert!(!f.exists(), "no file is left behind");
+        std::fs::write(&f, "keep").unwrap();
+        check_writable(&f, "-o").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "keep", "an existing file is not truncated");
+        let e = check_writable(&dir.join("none/x.txt"), "--histfile").unwrap_err();
+        assert!(e.to_string().contains("--histfile file") && e.to_string().contains("none/x.txt"), "{e}");
+        assert_eq!(e.source.kind(), std::io::ErrorKind::NotFound);
+        check_writable(std::path::Path::new("-"), "--json").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

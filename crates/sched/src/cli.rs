@@ -1,18 +1,41 @@
-//! `schedlab sched`: argv -> the harness's configuration (through [`crate::config`]); the run
-//! ([`crate::harness::run`]), the judge of `--repeat` ([`crate::repeat`]) and the writers
-//! ([`crate::output`]) are the library's.
+//! `schedlab sched`'s command line: argv -> [`Argv`] (the seed's options, parsed by
+//! [`crate::config::parse_argv`]), and the help text. Nothing here reads a file, runs or prints:
+//! the command's flow is [`crate::app`]'s.
 
 use std::ffi::OsString;
-use std::io::Write;
 
 use anyhow::{Context, Result};
-use schedlab_report::MachineInfo;
 
-use crate::config::{load, parse_argv, write_message_files, write_timestamps, Args};
-use crate::harness::run;
-use crate::output::{bench_policy_pairs, config_line, report, text, write_disturbance_csv, write_json, Report};
+use crate::config::{parse_argv, Argv};
 
-const HELP: &str = "\
+/// What a `schedlab sched` command line asks for.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    /// `-h`, `--help` (before or after `--`): print [`HELP`].
+    Help,
+    /// A run (or `--bench`) with these options.
+    Run(Box<Argv>),
+}
+
+/// Parses a command line (`args[0]` is the command name). `Err`: a usage error (exit 2), which
+/// names the option.
+pub fn parse(args: &[OsString]) -> Result<Parsed> {
+    let argv: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
+        .collect::<Result<_>>()?;
+    Ok(match parse_argv(&argv)? {
+        Some(a) => Parsed::Run(Box::new(a)),
+        None => Parsed::Help,
+    })
+}
+
+/// The one-line usage said after a usage error.
+pub const USAGE: &str = "Usage: schedlab sched [client options] [-- [scheduler options]] (see --help)";
+
+/// `schedlab sched --help`.
+pub const HELP: &str = "\
 schedlab sched — the real multi-threaded scheduler harness
 
 Client threads generate traffic from a program; each feeds its own bounded lock-free ring; one
@@ -96,118 +119,26 @@ flags ('D' = dropped by the scheduler).
 Example: schedlab sched -t 4 -f sched.txt -b 20M -q 100 -i 20 -c 5 -- -flowsets 100:1500:1,1:1500:16 -alg rr
 ";
 
-/// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
-macro_rules! outln {
-    ($($t:tt)*) => {
-        writeln!(std::io::stdout(), $($t)*).context("writing to stdout")?
-    };
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Runs the command; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> Result<i32> {
-    let argv: Result<Vec<String>> = args
-        .iter()
-        .skip(1)
-        .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
-        .collect();
-    let parsed = match argv.and_then(|a| parse_argv(&a)) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
-            return Ok(0);
-        }
-        Err(e) => {
-            eprintln!("schedlab sched: usage error: {e:#}\nUsage: schedlab sched [client options] [-- [scheduler options]] (see --help)");
-            return Ok(2);
-        }
-    };
-    let args = load(parsed)?;
-    if args.bench {
-        return bench_main(&args);
+    fn parse_str(s: &str) -> Result<Parsed> {
+        parse(&std::iter::once("sched").chain(s.split_whitespace()).map(OsString::from).collect::<Vec<_>>())
     }
-    for w in &args.cfg.traffic.warnings {
-        eprintln!("schedlab sched: warning: {w}");
-    }
-    // SIGINT/SIGTERM: stop the run and print what was measured so far (the front-end kit's one
-    // handler per process).
-    let interrupt = schedlab_report::frontend::interrupt();
-    let cfg = &args.cfg;
-    let machine = MachineInfo::collect();
-    outln!("{}", machine.line());
-    outln!("{}", config_line(&args));
-    // The named workloads the traffic draws from, with their reading and provenance.
-    for w in cfg.traffic.workloads() {
-        outln!("{w}");
-    }
-    let command: Vec<String> = std::env::args().collect();
-    let n = args.repeat;
-    let (mut reports, mut reasons) = (Vec::new(), Vec::new());
-    let mut last = None;
-    for k in 1..=n {
-        let r = run(cfg, interrupt.flag())?;
-        let rep = report(&args, &r, machine.clone(), command.clone());
-        if n > 1 {
-            let why = crate::repeat::judge(cfg, &rep);
-            write!(std::io::stdout(), "{}", crate::repeat::run_line(k, n, &rep, &why)).context("writing to stdout")?;
-            reasons.push(why);
-        }
-        reports.push(rep);
-        let stop = r.interrupted;
-        last = Some(r);
-        if stop {
-            break;
-        }
-    }
-    let r = last.expect("--repeat is at least 1");
-    let rep = reports.last().expect("one report per run");
-    // Files first, so that a closed stdout (`| head`) cannot lose them.
-    let files = if cfg.ts_limit > 0 { write_timestamps(&args.prefix, &r.clients)? } else { Vec::new() };
-    let summary = (n > 1).then(|| crate::repeat::summarise(&reports, &reasons));
-    if let Some(path) = &args.json {
-        match &summary {
-            Some(s) => write_json(
-                path,
-                &crate::repeat::Repeat {
-                    schema: Default::default(),
-                    runs: reports.clone(),
-                    reasons: reasons.clone(),
-                    summary: s.clone(),
-                },
-            )?,
-            None => write_json(path, rep)?,
-        }
-    }
-    if let Some(path) = &args.disturbance_csv {
-        write_disturbance_csv(path, &reports.iter().collect::<Vec<&Report>>())?;
-    }
-    write_message_files(&args, &r)?;
-    if r.interrupted {
-        outln!("interrupted (Ctrl-C): partial results after {:.3} s", r.elapsed.secs());
-    }
-    match &summary {
-        Some(s) => write!(std::io::stdout(), "{}", crate::repeat::text(s)).context("writing to stdout")?,
-        None => write!(std::io::stdout(), "{}", text(rep)).context("writing to stdout")?,
-    }
-    if cfg.ts_limit > 0 {
-        let truncated: u64 = r.clients.iter().map(|c| c.timestamps_truncated).sum();
-        outln!(
-            "timestamps{}: {} ({} records{})",
-            if n > 1 { " (the last run)" } else { "" },
-            files.join(", "),
-            r.clients.iter().map(|c| c.timestamps.len()).sum::<usize>(),
-            if truncated > 0 { format!("; {truncated} later packets not logged, raise --ts-limit") } else { String::new() }
-        );
-    }
-    Ok(if r.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
-}
 
-fn bench_main(args: &Args) -> Result<i32> {
-    let machine = MachineInfo::collect();
-    outln!("{}", machine.line());
-    let rows = bench_policy_pairs(|l| writeln!(std::io::stdout(), "{l}")).context("writing to stdout")?;
-    if let Some(path) = &args.json {
-        let v = serde_json::json!({ "machine": machine, "policy_pairs": rows });
-        write_json(path, &v)?;
+    #[test]
+    fn argv_becomes_options_or_help() {
+        let Parsed::Run(a) = parse_str("-t 3 --repeat 4 --disturbance-csv d.csv -- -alg sf").unwrap() else {
+            panic!("a run was asked for")
+        };
+        assert_eq!((a.threads, a.repeat), (3, 4));
+        assert_eq!(a.disturbance_csv.as_deref(), Some(std::path::Path::new("d.csv")));
+        assert!(matches!(parse_str("--help").unwrap(), Parsed::Help));
+        assert!(matches!(parse_str("-t 2 -- -h").unwrap(), Parsed::Help));
+        assert!(format!("{:#}", parse_str("--repeat 0").unwrap_err()).contains("at least 1"));
+        use std::os::unix::ffi::OsStringExt;
+        let bad = vec![OsString::from("sched"), OsString::from_vec(vec![0xff])];
+        assert!(format!("{:#}", parse(&bad).unwrap_err()).contains("not valid UTF-8"));
     }
-    Ok(0)
 }

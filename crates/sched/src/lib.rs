@@ -22,12 +22,15 @@
 //!   the JSON and `--disturbance-csv` files, `--bench`'s policy cost table;
 //! - [`repeat`]: `--repeat N`: the rule that sets a disturbed run aside (from the rings' fill
 //!   and pass times), the summary over the kept runs;
-//! - [`cli`]: `schedlab sched`: argv -> [`config::Args`], then the library's run and writers.
+//! - [`cli`]: `schedlab sched`'s argv -> [`config::Argv`] (and the help text), nothing else;
+//! - [`app`]: the command as the binary runs it: parse, load, check the output files, run (or
+//!   `--repeat`), write the files, print.
 //!
 //! - [`clock`]: the harness's clock (`CLOCK_MONOTONIC` nanoseconds, read with `rdtscp` where the
 //!   kernel keeps time with the TSC).
 //!
 //! Timestamps are `CLOCK_MONOTONIC` nanoseconds (see [`harness`] and [`clock`]).
+pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod clock;

@@ -24,13 +24,89 @@
 //! kept runs agree (a stall shorter than the buffers still delays packets, and one near the end
 //! of the program leaves them queued at the stop): read the spread.
 //!
-//! The judge and the summary are pure functions of the typed reports, tested on made-up ones.
+//! The judge and the summary are pure functions of the typed reports, tested on made-up ones;
+//! [`run`] makes the runs (one without `--repeat`) and hands back every report, judged.
+
+use std::sync::atomic::AtomicBool;
 
 use schedlab_report::results::predict::{SetAside, Spread};
 pub use schedlab_report::results::sched_repeat::{FlowSpread, SchedRepeat as Repeat, Summary};
+use schedlab_report::MachineInfo;
 
-use crate::harness::Config;
-use crate::output::Report;
+use crate::config::Args;
+use crate::harness::{Config, RunResult};
+use crate::output::{report, Report};
+
+/// What one `sched` command measured: its run, or `--repeat N`'s runs.
+#[derive(Debug)]
+pub struct Measured {
+    /// Runs asked for (`--repeat`, 1 without it).
+    pub asked: usize,
+    /// One typed report per run made, in order (fewer than `asked` after Ctrl-C).
+    pub reports: Vec<Report>,
+    /// Per run, why it was set aside (empty: kept); judged only when more than one run was asked.
+    pub reasons: Vec<Vec<String>>,
+    /// The last run's raw result: its timestamps, messages and per-client records.
+    pub last: RunResult,
+}
+
+impl Measured {
+    /// The last run's typed report.
+    pub fn report(&self) -> &Report {
+        self.reports.last().expect("a measurement holds at least one run")
+    }
+    /// The summary over the kept runs (`None` for a single run).
+    pub fn summary(&self) -> Option<Summary> {
+        (self.asked > 1).then(|| summarise(&self.reports, &self.reasons))
+    }
+    /// The `--json` document of `--repeat N` (every run and the summary; `None` for a single run,
+    /// whose document is [`Measured::report`]).
+    pub fn document(&self) -> Option<Repeat> {
+        self.summary().map(|summary| Repeat {
+            schema: Default::default(),
+            runs: self.reports.clone(),
+            reasons: self.reasons.clone(),
+            summary,
+        })
+    }
+    /// The last run was stopped by Ctrl-C.
+    pub fn interrupted(&self) -> bool {
+        self.last.interrupted
+    }
+}
+
+/// Runs `args`' configuration `args.repeat` times with the same seed (stopping after a run that
+/// `interrupt` cut short), each run's report recording `machine` and `command`. With more than one
+/// run each is judged by the module's rule and `each(k, n, report, reasons)` hears of it as soon as
+/// it is made (the command prints its line there).
+pub fn run(
+    args: &Args,
+    machine: &MachineInfo,
+    command: &[String],
+    interrupt: &AtomicBool,
+    mut each: impl FnMut(usize, usize, &Report, &[String]) -> anyhow::Result<()>,
+) -> anyhow::Result<Measured> {
+    let n = args.repeat.max(1);
+    let (mut reports, mut reasons) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for k in 1..=n {
+        let r = crate::harness::run(&args.cfg, interrupt)?;
+        let rep = report(args, &r, machine.clone(), command.to_vec());
+        if n > 1 {
+            let why = judge(&args.cfg, &rep);
+            each(k, n, &rep, &why)?;
+            reasons.push(why);
+        }
+        reports.push(rep);
+        let stop = r.interrupted;
+        last = Some(r);
+        if stop {
+            break;
+        }
+    }
+    let last = last.expect("at least one run is made");
+    Ok(Measured { asked: n, reports, reasons, last })
+}
 
 /// What the rings of one active client hold, ns (see the module's rule).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -2,23 +2,90 @@
 //! line or by code), [`prepare`] (the spec, the shard, the journal: everything checked before
 //! anything runs), [`run`] (the cells not yet in the journal, on every core, then the table), and
 //! [`merge`] (shard outputs into one table). The rows are the tidy table's ([`crate::table`]); each
-//! is the typed result kind `schedlab.sweep-row/1` through [`crate::table::typed`].
+//! is the typed result kind `schedlab.sweep-row/1` through [`crate::table::typed`]. Every failure
+//! is a [`JobError`] that names the file (spec, table, journal, part) or the cells concerned.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
 use schedlab_sim::Control;
 
 use crate::journal::{journal_path, Journal};
 use crate::run::{run_local, Progress};
-use crate::spec::{CellJob, Sweep};
+use crate::spec::{CellJob, SpecError, Sweep};
 use crate::table::{col, read_table, write_table, Format, Row, Value};
 
+/// Why a sweep, or a merge, stopped. The table, journal and cell layers below report in words
+/// (`cause`, which already names its file and line); the variant says which stage failed and
+/// carries the file or the cells.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The spec was refused (its message names the file and the key).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The output table's name is refused (its extension picks the format).
+    #[error("{cause:#}")]
+    OutputFormat { path: PathBuf, cause: anyhow::Error },
+    /// `--shard I/N` selects no cell of the sweep.
+    #[error("--shard {index}/{count}: this shard has no cells (the sweep has {cells})")]
+    EmptyShard { index: u32, count: u32, cells: usize },
+    /// The journal could not be opened, read, or belongs to another sweep.
+    #[error("{cause:#}")]
+    Journal { path: PathBuf, cause: anyhow::Error },
+    /// A cell failed to run, or its rows could not be appended to the journal.
+    #[error("{cause:#}")]
+    Cells { cause: anyhow::Error },
+    /// The table could not be written.
+    #[error("{cause:#}")]
+    WriteTable { path: PathBuf, cause: anyhow::Error },
+    /// A part of a merge could not be read.
+    #[error("reading part {}: {cause:#}", path.display())]
+    ReadPart { path: PathBuf, cause: anyhow::Error },
+    /// Two parts of a merge come from different sweeps (or schedlab versions).
+    #[error(
+        "{} does not match {}: sweep id {} vs {}, schedlab {} vs {}, {} vs {} cells (parts of different sweeps)",
+        .0.part.display(), .0.first.display(), .0.sweep_id.0, .0.sweep_id.1, .0.version.0, .0.version.1,
+        .0.cells_total.0, .0.cells_total.1
+    )]
+    MismatchedParts(Box<PartMismatch>),
+    /// Two parts hold the same cell.
+    #[error("cell {cell} is in both {} and {}: overlapping parts (same shard twice?)", first.display(), second.display())]
+    OverlappingParts { cell: i64, first: PathBuf, second: PathBuf },
+    /// The parts hold no row at all.
+    #[error("the parts hold no rows")]
+    NoRows,
+    /// Cells of the sweep are in no part (and the merge was not `partial`).
+    #[error("{}; pass --partial to merge anyway", missing_cells(*missing, cells_total, first))]
+    MissingCells { missing: usize, cells_total: i64, first: Vec<i64> },
+}
+
+/// `N of M cells are missing (cells a, b, ...)`: at most the first ten are named.
+fn missing_cells(missing: usize, total: &i64, first: &[i64]) -> String {
+    let shown: Vec<String> = first.iter().take(10).map(i64::to_string).collect();
+    format!(
+        "{missing} of {total} cells are missing (cells {}{}): a shard is absent or unfinished",
+        shown.join(", "),
+        if missing > 10 { ", ..." } else { "" }
+    )
+}
+
+/// Two parts of one merge that differ in what identifies their sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartMismatch {
+    pub part: PathBuf,
+    pub first: PathBuf,
+    /// (this part's, the first part's).
+    pub sweep_id: (String, String),
+    pub version: (String, String),
+    pub cells_total: (i64, i64),
+}
+
+type Result<T, E = JobError> = std::result::Result<T, E>;
+
 /// One sweep run: the spec, the output table, the shard and the workers.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// The sweep spec (TOML).
     pub spec: PathBuf,
@@ -47,7 +114,7 @@ pub struct Prepared {
 
 /// Reads the spec and picks this shard's cells, without opening the journal (`--list`).
 pub fn cells(cfg: &Config) -> Result<(Sweep, Vec<CellJob>)> {
-    Format::of(&cfg.out)?;
+    Format::of(&cfg.out).map_err(|cause| JobError::OutputFormat { path: cfg.out.clone(), cause })?;
     let sweep = Sweep::from_file(&cfg.spec)?;
     let (si, sn) = cfg.shard.unwrap_or((1, 1));
     let mine: Vec<CellJob> = sweep.shard(si, sn).into_iter().cloned().collect();
@@ -59,11 +126,12 @@ pub fn prepare(cfg: &Config) -> Result<Prepared> {
     let (sweep, mine) = cells(cfg)?;
     let (si, sn) = cfg.shard.unwrap_or((1, 1));
     if mine.is_empty() {
-        bail!("--shard {si}/{sn}: this shard has no cells (the sweep has {})", sweep.cells.len());
+        return Err(JobError::EmptyShard { index: si, count: sn, cells: sweep.cells.len() });
     }
     let scope = if sn == 1 { sweep.sweep_id.clone() } else { format!("{} shard {si}/{sn}", sweep.sweep_id) };
     let jpath = journal_path(&cfg.out);
-    let journal = Journal::open(&jpath, &scope, sweep.cells.len() as u64)?;
+    let journal = Journal::open(&jpath, &scope, sweep.cells.len() as u64)
+        .map_err(|cause| JobError::Journal { path: jpath.clone(), cause })?;
     let todo: Vec<CellJob> = mine.iter().filter(|c| !journal.done.contains_key(&c.cell)).cloned().collect();
     let workers = cfg.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
     Ok(Prepared { sweep, shard: (si, sn), mine, todo, journal, journal_path: jpath, workers })
@@ -96,13 +164,14 @@ pub fn run(cfg: &Config, p: &mut Prepared, stop: &AtomicBool, progress: &Progres
             journal.append(c.cell, &c.key(), rows)
         },
         tick,
-    )?;
+    )
+    .map_err(|cause| JobError::Cells { cause })?;
     let finished = p.mine.iter().filter(|c| p.journal.done.contains_key(&c.cell)).count();
     if finished < p.mine.len() {
         return Ok(Outcome::Interrupted { finished, cells: p.mine.len() });
     }
     let rows: Vec<Row> = p.mine.iter().flat_map(|c| p.journal.done[&c.cell].iter().cloned()).collect();
-    write_table(&cfg.out, &rows, &p.sweep.sweep_id)?;
+    write_table(&cfg.out, &rows, &p.sweep.sweep_id).map_err(|cause| JobError::WriteTable { path: cfg.out.clone(), cause })?;
     Ok(Outcome::Written { rows: rows.len(), cells: p.mine.len() })
 }
 
@@ -135,12 +204,12 @@ pub struct Merged {
 /// Merges part tables of one sweep into `out`. Refuses parts of different sweeps or versions, and
 /// parts that share a cell; refuses missing cells unless `partial`.
 pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
-    Format::of(out)?;
+    Format::of(out).map_err(|cause| JobError::OutputFormat { path: out.to_path_buf(), cause })?;
     let mut owner: BTreeMap<i64, &Path> = BTreeMap::new();
     let mut by_cell: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
     let mut ident: Option<(String, String, i64, PathBuf)> = None;
     for p in parts {
-        let rows = read_table(p).with_context(|| format!("reading part {}", p.display()))?;
+        let rows = read_table(p).map_err(|cause| JobError::ReadPart { path: p.clone(), cause })?;
         let mut cells_here: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
         for r in rows {
             let id = (text(&r, "sweep_id"), text(&r, "schedlab_version"), int(&r, "cells_total"));
@@ -148,17 +217,13 @@ pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
                 None => ident = Some((id.0, id.1, id.2, p.clone())),
                 Some((s, v, n, first)) => {
                     if (s, v, n) != (&id.0, &id.1, &id.2) {
-                        bail!(
-                            "{} does not match {}: sweep id {} vs {}, schedlab {} vs {}, {} vs {} cells (parts of different sweeps)",
-                            p.display(),
-                            first.display(),
-                            id.0,
-                            s,
-                            id.1,
-                            v,
-                            id.2,
-                            n
-                        );
+                        return Err(JobError::MismatchedParts(Box::new(PartMismatch {
+                            part: p.clone(),
+                            first: first.clone(),
+                            sweep_id: (id.0, s.clone()),
+                            version: (id.1, v.clone()),
+                            cells_total: (id.2, *n),
+                        })));
                     }
                 }
             }
@@ -166,29 +231,26 @@ pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
         }
         for (cell, rows) in cells_here {
             if let Some(prev) = owner.get(&cell) {
-                bail!("cell {cell} is in both {} and {}: overlapping parts (same shard twice?)", prev.display(), p.display());
+                return Err(JobError::OverlappingParts { cell, first: prev.to_path_buf(), second: p.clone() });
             }
             owner.insert(cell, p);
             by_cell.insert(cell, rows);
         }
     }
-    let Some((sweep_id, _, total, _)) = ident else { bail!("the parts hold no rows") };
+    let Some((sweep_id, _, total, _)) = ident else { return Err(JobError::NoRows) };
     let missing: Vec<i64> = (0..total).filter(|c| !by_cell.contains_key(c)).collect();
     let mut said = None;
     if !missing.is_empty() {
-        let shown: Vec<String> = missing.iter().take(10).map(i64::to_string).collect();
-        let msg = format!(
-            "{} of {total} cells are missing (cells {}{}): a shard is absent or unfinished",
-            missing.len(),
-            shown.join(", "),
-            if missing.len() > 10 { ", ..." } else { "" }
-        );
         if !partial {
-            bail!("{msg}; pass --partial to merge anyway");
+            return Err(JobError::MissingCells {
+                missing: missing.len(),
+                cells_total: total,
+                first: missing.into_iter().take(10).collect(),
+            });
         }
-        said = Some(msg);
+        said = Some(missing_cells(missing.len(), &total, &missing));
     }
     let rows: Vec<Row> = by_cell.into_values().flatten().collect();
-    write_table(out, &rows, &sweep_id)?;
+    write_table(out, &rows, &sweep_id).map_err(|cause| JobError::WriteTable { path: out.to_path_buf(), cause })?;
     Ok(Merged { parts: parts.len(), rows: rows.len(), cells: owner.len(), missing: said })
 }

@@ -9,9 +9,12 @@
 //!
 //! The library face is [`job`]: a [`job::Config`], [`job::prepare`] and [`job::run`] (the whole
 //! sweep into its table, resumable), [`job::merge`]; the table's writers are in [`table`] (CSV,
-//! Parquet, and JSON lines of the typed row `schedlab.sweep-row/1`). [`cli`] turns `schedlab
-//! sweep` and `schedlab sweep merge` command lines into a `Config`.
+//! Parquet, and JSON lines of the typed row `schedlab.sweep-row/1`); its errors are a typed
+//! [`job::JobError`]. [`cli`] turns `schedlab sweep` and `schedlab sweep merge` command lines into
+//! a `Config` and does nothing else; [`app`] is the command as the binary runs it (parse, prepare,
+//! run with a progress bar, report on stderr).
 
+pub mod app;
 pub mod cli;
 pub mod job;
 pub mod journal;
