@@ -375,7 +375,7 @@ for line in sys.stdin:
                   (("original", orig_off, orig), ("schedlab", ours_off, ours))]
         bound = all(r >= 1.5 for _, r in shares)
         want += "; offered / delivered: " + ", ".join(f"{n} {r:.1f}x" for n, r in shares)
-        want += (" (both rings overflowed: the schedulers were the bottleneck)" if bound
+        want += (" (both rings overflowed: each scheduler, not its client, set the rate; on a busy machine that includes the CPU it got)" if bound
                  else " -- NOT a drain rate: a client did not overflow its ring")
         good &= bound
         # No scheduler delivers more than its client offers: the requested load over the
