@@ -169,11 +169,8 @@ impl<P: Policy<Item>> Core<P> {
                     next_idle = now_fp;
                 }
                 if let Some(t) = self.trace.as_mut() {
-                    let vt_ns = if was_empty || !limited {
-                        now
-                    } else {
-                        now.min((((next_idle >> 16) / 1000) as u64).saturating_sub(1))
-                    };
+                    let vt_ns =
+                        if was_empty || !limited { now } else { now.min((((next_idle >> 16) / 1000) as u64).saturating_sub(1)) };
                     t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
                 }
                 let refused = if full {
