@@ -321,8 +321,10 @@ if [ "$TABLE" = 0 ]; then
     # original's TOTAL counts the packets put into the ring, all of which its client waits to see
     # marked before it exits; schedlab's counts the packets its client saw released). The
     # offered-load table shows both rings dropping (offered far above delivered); the bar line
-    # checks that (the row is a drain rate only while both offered at least 1.5x what they
-    # delivered) and still prints the requested ceiling.
+    # checks that (the row can be a drain rate only while both offered at least 1.5x what they
+    # delivered: necessary, not sufficient -- on a loaded machine a client descheduled for
+    # milliseconds still overflows its ring while its scheduler idles) and still prints the
+    # requested ceiling.
     program pdrain.txt 1 100000G 1500 4
     pair "scheduler drain (1s 100000G 1500 4, -q 4096, unlimited link, -i 0), 1 client" 1 \
         "$A -t 1 -f pdrain.txt -b 100000G -q 4096 -i 0 -- -flowsets 1:1500:1 -alg rr" \
@@ -375,7 +377,8 @@ for line in sys.stdin:
                   (("original", orig_off, orig), ("schedlab", ours_off, ours))]
         bound = all(r >= 1.5 for _, r in shares)
         want += "; offered / delivered: " + ", ".join(f"{n} {r:.1f}x" for n, r in shares)
-        want += (" (both rings overflowed: each scheduler, not its client, set the rate; on a busy machine that includes the CPU it got)" if bound
+        want += (" (both rings overflowed, as a drain row needs; it does not show the schedulers were busy: on a loaded machine "
+                  "a starved client still overflows its ring while its scheduler idles -- see the idle passes schedlab prints)" if bound
                  else " -- NOT a drain rate: a client did not overflow its ring")
         good &= bound
         # No scheduler delivers more than its client offers: the requested load over the
