@@ -38,8 +38,9 @@
 //!   current one (no ABA).
 //! - Messages: a multi-packet message occupies consecutive positions; its first slot holds the
 //!   message length. The scheduler releases a message's packets in order and keeps the progress
-//!   in its own private array, indexed by the message's first slot; the client frees slots only a
-//!   whole message at a time, so that index is not reused while the message is in flight.
+//!   in its own private array, indexed by the message's first slot (a one-packet message, the
+//!   common case, leaves it untouched); the client frees slots only a whole message at a time, so
+//!   that index is not reused while the message is in flight.
 //!
 //! ## Who touches the data
 //! Between `tail` publication and the `done` mark of a position, the scheduler reads the slot's
@@ -440,8 +441,11 @@ pub struct Consumer {
     cons: u64,
     /// Scheduler-private copy of the client's `tail` (reloaded by [`Consumer::ready`]).
     tail: u64,
-    /// Scheduler-private: packets of the message starting at this slot already released.
-    progress: Box<[u32]>,
+    /// Scheduler-private, by a message's first slot: 0 at rest (no message of several packets
+    /// starting there is in flight, so a one-packet message costs no write here); for a message
+    /// of `n > 1` packets, `n << 32 | k` from its take until its last release, `k` packets of it
+    /// released (the last release puts the 0 back).
+    progress: Box<[u64]>,
     /// Scheduler-private: the lines of entries below this position have been prefetched.
     #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
     prefetched: u64,
@@ -571,7 +575,11 @@ impl Consumer {
                 self.ring.sch[((m.pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
             }
         }
-        self.progress[(m.pos & self.mask) as usize] = 0;
+        if m.packets > 1 {
+            let fidx = (m.pos & self.mask) as usize;
+            debug_assert_eq!(self.progress[fidx], 0, "commit: a message of several packets still in flight at slot {fidx}");
+            self.progress[fidx] = u64::from(m.packets) << 32;
+        }
         self.cons = m.pos + u64::from(m.packets);
     }
 
@@ -593,9 +601,14 @@ impl Consumer {
     #[inline]
     pub fn release(&mut self, first: u64, now: u64, dropped: bool) -> u64 {
         let fidx = (first & self.mask) as usize;
-        let k = self.progress[fidx];
-        self.progress[fidx] = k + 1;
-        let pos = first + u64::from(k);
+        let v = self.progress[fidx];
+        // A one-packet message: its progress stays 0 (no write). Several packets: count this
+        // one, and put the 0 back with the last.
+        let k = v & 0xFFFF_FFFF;
+        if v != 0 {
+            self.progress[fidx] = if k + 1 == v >> 32 { 0 } else { v + 1 };
+        }
+        let pos = first + k;
         let idx = (pos & self.mask) as usize;
         if self.stamps {
             // SAFETY: the position was taken and not yet marked, so its stamps are ours.

@@ -132,47 +132,48 @@ impl<P: Policy<Item>> Core<P> {
             }
         }
         let last = if self.ready.is_empty() { None } else { Some(clock(false)) };
+        // The state a visit updates, in locals for the whole pass (so that the policy's calls do
+        // not force them back to memory at every message), written back at the end.
+        let (qmax, qmin, limited) = (self.qmax, self.qmin, self.fp_per_byte.is_some());
+        let (mut pending, mut full, mut next_idle) = (self.pending, self.full, self.next_idle);
         for k in 0..self.ready.len() {
             let c = self.ready[k] as usize;
             let now = last.unwrap_or(0);
             let now_fp = (u128::from(now) * 1000) << 16;
             let mut fetched = false;
             // The link can send now: this pass's release batch will make room in the policy.
-            let link_idle = self.fp_per_byte.is_none() || self.next_idle <= now_fp;
+            let link_idle = !limited || next_idle <= now_fp;
             // One ring for the whole visit (one bounds check), and each message's entry read
             // once (`peek`), for the queue-limit decision and the take (`commit`).
             let ring = &mut self.rings[c];
             for _ in 0..VISIT {
                 let Some(m) = ring.peek(now) else { break };
-                if self.full && self.pending <= self.qmin {
-                    self.full = false;
+                if full && pending <= qmin {
+                    full = false;
                 }
-                if !self.full && self.pending + u64::from(m.packets) > self.qmax {
+                if !full && pending + u64::from(m.packets) > qmax {
                     if link_idle {
                         // Over the limit only because this pass takes before it releases: leave
                         // the message in the ring for the next pass instead of dropping it.
                         self.counters.qlimit_deferred += 1;
                         break;
                     }
-                    self.full = true;
+                    full = true;
                     self.counters.qlimit_hits += 1;
                 }
                 ring.commit(&m, now);
                 fetched = true;
                 work += m.packets as usize;
                 let was_empty = self.policy.is_empty();
-                if was_empty && self.next_idle < now_fp {
-                    self.next_idle = now_fp;
+                if was_empty && next_idle < now_fp {
+                    next_idle = now_fp;
                 }
                 if let Some(t) = self.trace.as_mut() {
-                    let vt_ns = if was_empty || self.fp_per_byte.is_none() {
-                        now
-                    } else {
-                        now.min((((self.next_idle >> 16) / 1000) as u64).saturating_sub(1))
-                    };
+                    let vt_ns =
+                        if was_empty || !limited { now } else { now.min((((next_idle >> 16) / 1000) as u64).saturating_sub(1)) };
                     t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
                 }
-                let refused = if self.full {
+                let refused = if full {
                     self.counters.qlimit_drops += u64::from(m.packets);
                     true
                 } else {
@@ -186,7 +187,7 @@ impl<P: Policy<Item>> Core<P> {
                     }
                     self.sched_drops[c] += u64::from(m.packets);
                 } else {
-                    self.pending += u64::from(m.packets);
+                    pending += u64::from(m.packets);
                 }
             }
             self.counters.fetches += u64::from(fetched);
@@ -202,22 +203,26 @@ impl<P: Policy<Item>> Core<P> {
         };
         let now_fp = (u128::from(now) * 1000) << 16;
         let mut released = 0;
-        for _ in 0..self.batch {
-            if self.fp_per_byte.is_some() && self.next_idle > now_fp {
-                break;
+        let (batch, tracing) = (self.batch, self.trace.is_some());
+        match self.fp_per_byte {
+            // An unlimited link: the batch limit and the policy's backlog bound the batch.
+            None => {
+                while released < batch {
+                    let Some(pk) = self.policy.dequeue() else { break };
+                    pending = pending.saturating_sub(1);
+                    self.release(pk.item, now, tracing);
+                    released += 1;
+                }
             }
-            let Some(pk) = self.policy.dequeue() else { break };
-            self.pending = self.pending.saturating_sub(1);
-            let c = pk.item.client as usize;
-            self.rings[c].release(pk.item.pos, now, false);
-            self.released[c] += 1;
-            if let Some(cost) = self.fp_per_byte {
-                self.next_idle += cost * u128::from(pk.bytes);
+            Some(cost) => {
+                while released < batch && next_idle <= now_fp {
+                    let Some(pk) = self.policy.dequeue() else { break };
+                    pending = pending.saturating_sub(1);
+                    self.release(pk.item, now, tracing);
+                    next_idle += cost * u128::from(pk.bytes);
+                    released += 1;
+                }
             }
-            if let Some(t) = self.trace.as_mut() {
-                t.push(TraceEvent::Release { client: pk.item.client, pos: pk.item.pos });
-            }
-            released += 1;
         }
         work += released;
         if released > 0 {
@@ -226,10 +231,25 @@ impl<P: Policy<Item>> Core<P> {
         if work == 0 {
             self.counters.idle_passes += 1;
         }
-        if self.pending > 0 && self.fp_per_byte.is_some() && self.next_idle > now_fp {
+        if pending > 0 && limited && next_idle > now_fp {
             self.counters.early_passes += 1;
         }
+        (self.pending, self.full, self.next_idle) = (pending, full, next_idle);
         (work, now)
+    }
+
+    /// Marks one packet of `item`'s message released: the ring's mark, the client's count, the
+    /// trace (`tracing`: the trace is on, read once per batch).
+    #[inline(always)]
+    fn release(&mut self, item: Item, now: u64, tracing: bool) {
+        let c = item.client as usize;
+        self.rings[c].release(item.pos, now, false);
+        self.released[c] += 1;
+        if tracing {
+            if let Some(t) = self.trace.as_mut() {
+                t.push(TraceEvent::Release { client: item.client, pos: item.pos });
+            }
+        }
     }
 }
 
