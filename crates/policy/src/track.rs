@@ -354,6 +354,30 @@ impl<T: Copy> TrackSched<T> {
         }
     }
 
+    /// Puts a newcomer `e` (remaining length `rem`, the newest message) into its queue, keeping
+    /// the settled interval: a newcomer behind others of its length changes no queue front, and
+    /// one that becomes a front adds one bound to it (rather than a scan at the next packet
+    /// start: an arrival costs O(1), not O(distinct remaining lengths)).
+    #[inline]
+    fn insert_new(&mut self, rem: u32, e: Entry) {
+        let (Some(h), Some(range)) = (self.head, self.settled) else {
+            return self.insert(rem, e);
+        };
+        let id = self.queue_of(rem);
+        let lq = &mut self.queues[id];
+        debug_assert!(lq.q.back().is_none_or(|b| b.seq < e.seq), "a newcomer is the newest");
+        let front = lq.q.is_empty();
+        if front {
+            lq.pos = self.active.len() as u32;
+            self.active.push(id as u32);
+        }
+        lq.q.push_back(e);
+        if front {
+            let rh = self.bodies[h.slot as usize].left;
+            self.settled = Some(Self::narrow(range, rh, h.clock, rem, e.clock));
+        }
+    }
+
     /// Takes the front of queue `id`.
     #[inline]
     fn take_front(&mut self, id: u32) -> Entry {
@@ -422,21 +446,36 @@ impl<T: Copy> TrackSched<T> {
     /// nothing when d = 0 (then the arrival order decides, whatever α is). Ties in rank
     /// (decided by arrival order) fall outside, which only costs a scan.
     fn reach(&self, head: Entry) -> (i64, i64) {
-        let rh = i128::from(self.bodies[head.slot as usize].left);
-        let (mut lo, mut hi) = (i128::from(i64::MIN), i128::from(i64::MAX));
+        let rh = self.bodies[head.slot as usize].left;
+        let mut range = (i64::MIN, i64::MAX);
         for &id in &self.active {
             let lq = &self.queues[id as usize];
             let f = lq.q.front().expect("an active queue is not empty");
-            let d = rh - i128::from(lq.rem);
-            let e = (i128::from(head.clock) - i128::from(f.clock)) * i128::from(ONE);
-            if d > 0 {
-                hi = hi.min((-e - 1).div_euclid(d));
-            } else if d < 0 {
-                lo = lo.max(e.div_euclid(-d) + 1);
-            }
+            range = Self::narrow(range, rh, head.clock, lq.rem, f.clock);
         }
+        range
+    }
+
+    /// `range` (an interval of α in fixed point) narrowed to the α under which a head of `rh`
+    /// remaining packets that arrived at clock `ch` beats, by rank alone, a front of `rm`
+    /// remaining packets that arrived at clock `cm` (see [`Self::reach`]).
+    #[inline]
+    fn narrow((lo, hi): (i64, i64), rh: u32, ch: u64, rm: u32, cm: u64) -> (i64, i64) {
+        let d = i64::from(rh) - i64::from(rm);
+        let e = (i128::from(ch) - i128::from(cm)) * i128::from(ONE);
         let clamp = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-        (clamp(lo), clamp(hi))
+        // 64-bit division where the numerator fits (clock differences below 2⁴⁷ packets):
+        // the same quotient as 128-bit division, which the profile showed at 3% of a W4 run.
+        let small = e > -(1i128 << 62) && e < 1i128 << 62;
+        if d > 0 {
+            let q = if small { i128::from((-(e as i64) - 1).div_euclid(d)) } else { (-e - 1).div_euclid(i128::from(d)) };
+            (lo, hi.min(clamp(q)))
+        } else if d < 0 {
+            let q = if small { i128::from((e as i64).div_euclid(-d)) } else { e.div_euclid(i128::from(-d)) };
+            (lo.max(clamp(q + 1)), hi)
+        } else {
+            (lo, hi)
+        }
     }
 
     /// Sends the next packet of `head`, the best message under the current α.
@@ -512,7 +551,7 @@ impl<T: Copy> Policy<T> for TrackSched<T> {
             }
             f.0 = true;
         }
-        self.insert(msg.packets, e);
+        self.insert_new(msg.packets, e);
         Ok(())
     }
 
