@@ -301,10 +301,19 @@ impl<'a> SizeBased<'a> {
                     while upto < ranges.len() && ranges[upto].0 <= s {
                         upto += 1;
                     }
-                    for &(lo, hi, d) in &ranges[first_above..] {
+                    // The two sums side by side: each is a chain of dependent additions, so
+                    // one loop over both keeps two chains in flight (one after the other was
+                    // slower than the loop that tests every range).
+                    let (above, below) = (&ranges[first_above..], &ranges[..upto]);
+                    let both = above.len().min(below.len());
+                    for (&(lo, hi, d), &(blo, bhi, bd)) in above[..both].iter().zip(&below[..both]) {
+                        ahead += d * sum(&old, lo.max(s + 1) - s, hi - s);
+                        behind += bd * sum(&pre, s - bhi.min(s), s - blo);
+                    }
+                    for &(lo, hi, d) in &above[both..] {
                         ahead += d * sum(&old, lo.max(s + 1) - s, hi - s);
                     }
-                    for &(lo, hi, d) in &ranges[..upto] {
+                    for &(lo, hi, d) in &below[both..] {
                         behind += d * sum(&pre, s - hi.min(s), s - lo);
                     }
                 } else {
