@@ -40,7 +40,6 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     }
 }
 
-
 /// Resolves `IP:PORT` (or `host:port`) to one socket address.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, EchoError> {
     if let Ok(a) = s.parse::<SocketAddr>() {
@@ -59,7 +58,6 @@ pub(crate) fn signals() -> (&'static AtomicBool, Option<mpsc::Receiver<()>>) {
     let i = schedlab_report::frontend::interrupt();
     (i.flag(), i.installed().then(|| i.subscribe()))
 }
-
 
 #[derive(Serialize)]
 struct EchoJson<'a> {
@@ -136,12 +134,10 @@ fn echo(a: EchoArgs, implied: Option<Mode>) -> Result<i32> {
     Ok(0)
 }
 
-
 /// `system` means the system default (None); anything else is a congestion control name.
 fn congestion_choice(s: &str) -> Option<String> {
     (s != "system").then(|| s.to_string())
 }
-
 
 /// The client's cost as the typed result `schedlab.burst` records it.
 fn client_cost(c: &client::ClientCost) -> ClientCost {
@@ -298,7 +294,6 @@ fn burst(a: BurstArgs) -> Result<i32> {
     }
     Ok(if interrupted { 130 } else { 0 })
 }
-
 
 #[derive(Serialize)]
 struct HistJson {

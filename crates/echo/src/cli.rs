@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Parser;
 
-pub use crate::client::parse_rounds;
 use crate::client;
+pub use crate::client::parse_rounds;
 use crate::server::{Mode, UringData};
 use crate::{stats, Size};
 
@@ -177,4 +177,3 @@ pub struct HistArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
-

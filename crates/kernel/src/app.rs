@@ -125,4 +125,3 @@ pub fn qdisc_main(args: Vec<OsString>) -> Result<i32> {
         }
     }
 }
-

@@ -9,9 +9,10 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use schedlab_report::MachineInfo;
 use schedlab_sched::config::write_message_files;
+use schedlab_sched::workload::workload_line;
 
 use crate::cli::{parse, NotUsage, HELP};
-use crate::output::{plot, text, write_disturbance_csv, write_json};
+use crate::output::{plot, text, write_csv, write_disturbance_csv, write_json};
 use crate::run::{run_with, Finished};
 
 /// `println!` that returns an error instead of panicking when stdout is closed.
@@ -62,7 +63,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     );
     // The named workloads the traffic draws from, with their reading and provenance.
     for w in base.traffic.workloads() {
-        outln!("{w}");
+        outln!("{}", workload_line(&w));
     }
     let shown = |run: &crate::run::AlgRun| -> std::io::Result<()> {
         let s = if cfg.repeat > 1 {
@@ -91,6 +92,9 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     if let Some(p) = &cfg.sched.json {
         write_json(p, &result)?;
     }
+    if let Some(p) = &opts.csv {
+        write_csv(p, &result)?;
+    }
     if let Some(p) = &cfg.sched.disturbance_csv {
         write_disturbance_csv(p, &result, cfg.repeat)?;
     }
@@ -100,4 +104,3 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     }
     Ok(0)
 }
-

@@ -19,7 +19,8 @@ Runs the workload on the real harness (schedlab sched), records every message, r
 those arrivals (time, client, length) through the simulator with the same policy and a
 deterministic service time of packet_bytes x 8 / link rate, and prints per message length: count,
 measured and predicted mean / p50 / p99 queueing latency (arrival to the release of the last
-packet) and their ratio; then where the measured time went (ring wait sch_enq - cli_enq, scheduler
+packet) and their ratio (with more than 64 distinct lengths, e.g. dist:w3, per size bucket by
+size percentile instead, as schedlab sim buckets); then where the measured time went (ring wait sch_enq - cli_enq, scheduler
 queue, release-to-seen cli_deq - sch_deq) and how late the scheduler's passes released packets
 against the link's own clock. It also checks that the harness released exactly the packets, in
 exactly the order, that the simulator releases from the arrivals as the scheduler saw them.
@@ -38,6 +39,7 @@ Usage: schedlab predict [schedlab sched options] [--algs LIST] [--plot FILE.svg]
                   per client; prio takes each message's alpha from the traffic file's alpha:X)
   --plot FILE     latency vs message length, measured and predicted per algorithm (SVG)
   --json FILE     the comparison as JSON ('-' for stdout)
+  --csv FILE      the comparison's rows as CSV, one line per run and length ('-' for stdout)
   --drain TIME    silence appended to every client's program so queues empty (default 50ms)
   --seed N        seed of the workload (message lengths, Poisson gaps; default 1)
   --repeat N      run every algorithm N times (same seed); runs set aside by the verdict (cannot
@@ -59,6 +61,8 @@ pub struct Opts {
     pub config: Config,
     /// `--plot FILE.svg`.
     pub plot: Option<PathBuf>,
+    /// `--csv FILE` (`-`: stdout).
+    pub csv: Option<PathBuf>,
 }
 
 /// One name of `--algs`, in the harness's dialect (`rr` is DRR, as `-alg rr`).
@@ -87,6 +91,8 @@ pub struct PredictArgv {
     /// `--algs`, or the one `-alg`.
     pub algs: Vec<PolicySpec>,
     pub plot: Option<PathBuf>,
+    /// `--csv FILE`: the comparison's rows.
+    pub csv: Option<PathBuf>,
     pub drain: Nanos,
     /// `--repeat N`: runs per algorithm (at least 1).
     pub repeat: usize,
@@ -99,6 +105,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
     let mut rest = Vec::new();
     let mut algs_arg = None;
     let mut plot = None;
+    let mut csv = None;
     let mut drain = Nanos(50_000_000);
     let mut repeat = 1usize;
     let mut it = argv.iter();
@@ -116,6 +123,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
         match opt {
             "--algs" => algs_arg = Some(value("--algs")?),
             "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
+            "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
             "--drain" => {
                 let v = value("--drain")?;
                 drain = parse_duration(&v, 1_000_000_000).with_context(|| format!("--drain {v}"))?;
@@ -149,7 +157,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
             v
         }
     };
-    Ok(Some(PredictArgv { sched, algs, plot, drain, repeat }))
+    Ok(Some(PredictArgv { sched, algs, plot, csv, drain, repeat }))
 }
 
 /// Parses `schedlab predict`'s arguments (without the program name) and loads the traffic
@@ -161,7 +169,7 @@ pub fn parse(argv: &[String]) -> Result<Option<Opts>> {
     let sched = load(p.sched).map_err(|e| anyhow::Error::new(NotUsage(format!("{e:#}"))))?;
     let mut config = Config::new(sched, p.algs, p.drain, p.repeat);
     config.command = std::env::args().collect();
-    Ok(Some(Opts { config, plot: p.plot }))
+    Ok(Some(Opts { config, plot: p.plot, csv: p.csv }))
 }
 
 #[cfg(test)]

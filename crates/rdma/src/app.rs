@@ -203,4 +203,3 @@ fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
     }
     Ok(())
 }
-

@@ -137,7 +137,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     outln!("{}", config_line(&args));
     // The named workloads the traffic draws from, with their reading and provenance.
     for w in cfg.traffic.workloads() {
-        outln!("{w}");
+        outln!("{}", crate::workload::workload_line(&w));
     }
     let command: Vec<String> = std::env::args().collect();
     let n = args.repeat;

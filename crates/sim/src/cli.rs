@@ -313,7 +313,8 @@ pub enum WorkloadsRequest {
 }
 
 /// `schedlab workloads --help`.
-pub const WORKLOADS_HELP: &str = "List the named message-size workloads with their sources and means\n\nUsage: schedlab workloads [NAME]\n\n\
+pub const WORKLOADS_HELP: &str =
+    "List the named message-size workloads with their sources and means\n\nUsage: schedlab workloads [NAME]\n\n\
      With NAME, print that table's header (source, commit, units, caveats) and its packet means.";
 
 /// `schedlab bench`'s settings, validated.
@@ -358,7 +359,9 @@ fn parse_bench(args: Vec<OsString>) -> Result<BenchPlan, SimArgsError> {
     check_traffic(a.traffic).map_err(|e| SimArgsError::Invalid(e.into()))?;
     let threads: Vec<usize> = a.threads.iter().map(|&t| t as usize).collect();
     if a.cpu.is_some() && !threads.iter().all(|&t| t == 1) {
-        return Err(SimArgsError::Invalid(anyhow::anyhow!("--cpu pins one thread; it cannot be combined with --threads above 1")));
+        return Err(SimArgsError::Invalid(anyhow::anyhow!(
+            "--cpu pins one thread; it cannot be combined with --threads above 1"
+        )));
     }
     Ok(BenchPlan { traffic: a.traffic, packets: a.packets, repeat: a.repeat, cpu: a.cpu, threads, seed: a.seed, json: a.json })
 }
@@ -528,15 +531,9 @@ fn check_in_order(in_order: bool, apps: u32, closed: bool) -> Result<()> {
     Ok(())
 }
 
-
 /// The library's configuration of a parsed `schedlab sim` command line.
 pub fn config(p: &SimPlan) -> crate::job::Config {
-    crate::job::Config {
-        levels: p.configs.clone(),
-        replications: p.replications,
-        stats: p.stats.clone(),
-        threads: p.threads,
-    }
+    crate::job::Config { levels: p.configs.clone(), replications: p.replications, stats: p.stats.clone(), threads: p.threads }
 }
 #[cfg(test)]
 mod tests {
