@@ -339,7 +339,9 @@ mod tests {
         assert_ne!(d, LenDist::parse("w2:interp").unwrap());
         let used = workload_used(&d).unwrap();
         assert!(used.checksum.starts_with("fnv1a64:") && used.source.contains("Google_SearchRPC"), "{used:?}");
-        assert!(used.to_string().starts_with("workload w2 (step CDF, 1460 B/packet, mean "), "{used}");
+        let line = workload_line(&used);
+        assert!(line.starts_with("workload w2 (step CDF, 1460 B/packet, mean "), "{line}");
+        assert_eq!((used.written.as_deref(), used.unit.as_deref(), used.mean_size), (Some("w2:step:1460"), None, None));
         assert_eq!(workload_used(&LenDist::parse("report").unwrap()), None);
         let mut rng = client_rng(3, 0);
         let n = 400_000;
