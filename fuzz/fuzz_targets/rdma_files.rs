@@ -9,7 +9,8 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use schedlab_fuzz::{parts, text};
-use schedlab_rdma::cli::{flow_input, parse_window_us};
+use schedlab_rdma::app::flow_input;
+use schedlab_rdma::cli::parse_window_us;
 use schedlab_rdma::record::{parse_sidecar, read_flow, write_flow, FlowFile};
 use schedlab_rdma::share::{analyse, MAX_WINDOWS};
 use schedlab_rdma::types::{MsgSize, QpInfo};

@@ -246,7 +246,9 @@ def read_predict_json(path: PathLike, table: Literal["rows", "runs", "summaries"
     """``schedlab predict --json FILE``, validated against ``schedlab.predict``:
 
     - ``table="rows"``: one row per (run, message length): ``alg``, ``label``, ``repeat_run``,
-      ``len_pkts`` (0 = all lengths), ``count``, ``measured_mean_us``, ``predicted_p99_us``,
+      ``len_pkts`` (0 = all lengths), ``bucket_low``/``bucket_high``/``bucket_pct_low``/
+      ``bucket_pct_high`` (with more than 64 distinct lengths each row is a size bucket by size
+      percentile and ``len_pkts`` its longest length; null otherwise), ``count``, ``measured_mean_us``, ``predicted_p99_us``,
       ``ratio_mean``, ``breakdown_ring_wait_us``, ..., with the run's verdict (``kept_up``,
       ``disturbed``, ``predicted``) and the workload's settings on every row;
     - ``table="runs"``: one row per run (its scalars: ``alg``, ``verdict_kept_up``,
@@ -275,8 +277,13 @@ def read_predict_json(path: PathLike, table: Literal["rows", "runs", "summaries"
             "disturbed": r["verdict"]["disturbed"],
             "predicted": r["predicted"],
         }
-        rows.extend({**run, **_flatten(x)} for x in r["rows"])
+        # A row is one length, or with many lengths one size bucket (``bucket`` present): the
+        # bucket's columns are null on per-length rows and on the all-lengths row.
+        rows.extend({**run, **dict.fromkeys(_BUCKET_COLUMNS), **_flatten(x)} for x in r["rows"])
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+_BUCKET_COLUMNS = ("bucket_low", "bucket_high", "bucket_pct_low", "bucket_pct_high")
 
 
 def read_sweep_jsonl(path: PathLike) -> pl.DataFrame:

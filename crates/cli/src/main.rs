@@ -36,17 +36,17 @@ Commands:
 
 fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
     match cmd {
-        "sim" | "bench" | "workloads" => schedlab_sim::cli::main(args),
+        "sim" | "bench" | "workloads" => schedlab_sim::app::main(args),
         "sched" => schedlab_sched::app::main(args),
-        "predict" => schedlab_predict::cli::main(args),
+        "predict" => schedlab_predict::app::main(args),
         "trylock" | "notify" | "semtest" => schedlab_prims::app::main(args),
-        "echo" | "burst" | "test-burst" | "hist" | "echo-bench" => schedlab_echo::cli::main(args),
-        c if c.starts_with("echo-") => schedlab_echo::cli::main(args),
-        "rdma" => schedlab_rdma::cli::main(args),
+        "echo" | "burst" | "test-burst" | "hist" | "echo-bench" => schedlab_echo::app::main(args),
+        c if c.starts_with("echo-") => schedlab_echo::app::main(args),
+        "rdma" => schedlab_rdma::app::main(args),
         "sweep" => schedlab_sweep::app::main(args),
         "report" => schedlab_report::page::cli::main(args),
-        "vm" => schedlab_kernel::cli::vm_main(args),
-        "qdisc" => schedlab_kernel::cli::qdisc_main(args),
+        "vm" => schedlab_kernel::app::vm_main(args),
+        "qdisc" => schedlab_kernel::app::qdisc_main(args),
         other => {
             eprintln!("schedlab: unknown command '{other}'\n\n{USAGE}");
             Ok(exit::USAGE)

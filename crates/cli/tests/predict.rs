@@ -208,3 +208,41 @@ fn named_workloads_in_traffic_files() {
             .stderr(predicate::str::contains("bad.txt:3: field 4 (length distribution): unknown workload 'w9'"));
     }
 }
+
+/// `dist:w3` (842 sizes): predict's table, JSON and CSV give one row per size bucket (by the
+/// compared messages' size percentiles, as sim buckets), not one per distinct length: a bounded
+/// number of rows whatever the workload. Read at 64 B per packet, W3's sizes stay distinct in
+/// packets, so a fifth of a second draws well over 64 lengths (151 on the development VM).
+#[test]
+fn many_lengths_give_a_bounded_number_of_rows() {
+    let _serial = serial();
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "w3.txt", "thread all\n200ms 100M 64 dist:w3:interp:64 poisson\n");
+    let out = schedlab(d.path(), "predict")
+        .args("-t 2 -f w3.txt -b 400M -q 65536 -i 0 -c 0 --seed 4 --algs fifo --drain 300ms".split(' '))
+        .args(["--json", "p.json", "--csv", "p.csv", "--messages", "m.txt"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let m = std::fs::read_to_string(d.path().join("m.txt")).unwrap();
+    let mut lens: Vec<u32> =
+        m.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('\t').nth(1).unwrap().parse().unwrap()).collect();
+    lens.sort_unstable();
+    lens.dedup();
+    assert!(lens.len() > 64, "the run drew only {} distinct lengths: not enough to test the buckets", lens.len());
+    let most = schedlab_sim::engine::BUCKET_EDGES.len() + 1;
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("p.json")).unwrap()).unwrap();
+    let rows = v["runs"][0]["rows"].as_array().unwrap();
+    assert!(rows.len() <= most && rows.len() >= 3, "{} rows for {} lengths", rows.len(), lens.len());
+    assert!(rows[..rows.len() - 1].iter().all(|r| r["bucket"]["high"] == r["len_pkts"]), "{rows:?}");
+    assert_eq!(rows.last().unwrap()["len_pkts"], 0);
+    let csv = std::fs::read_to_string(d.path().join("p.csv")).unwrap();
+    assert!(csv.starts_with("alg,label,repeat_run,kept_up,predicted,len_pkts,bucket_low,"), "{csv}");
+    assert_eq!(csv.lines().count(), rows.len() + 1, "{csv}");
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("one row per size bucket"), "{text}");
+    let table = text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()));
+    assert!(table.count() <= most, "{text}");
+}

@@ -21,12 +21,14 @@
 //! - [`bench`]: the whole matrix (modes × sizes × busy poll off/on), on loopback or across two
 //!   network namespaces ([`netns`]), with CSV files and candlestick charts ([`png`] renders the
 //!   SVG to PNG).
-//! - [`cli`]: argument parsing and human output.
+//! - [`cli`]: argv into an [`cli::EchoCommand`] (plain data) and the help texts; [`app`]: the
+//!   commands' flow (run, print, write files, exit code).
 //!
 //! Kernel-dependent mechanisms are probed first ([`server::Mode::probe`]); a missing one is an
 //! [`EchoError::Unsupported`] that says what is missing.
 
 pub mod aio;
+pub mod app;
 pub mod bench;
 pub mod bpf;
 pub mod cli;

@@ -1,23 +1,18 @@
-//! `schedlab vm` and `schedlab qdisc`: argv into a config, then the library's run and writers.
+//! `schedlab vm` and `schedlab qdisc`: argv into a config ([`VmArgs`], [`QdiscArgs`]) and their
+//! help texts; nothing else. [`crate::app`] runs them.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::guest::{self, GuestConfig, GuestError};
+use crate::guest::{self, GuestConfig};
 use crate::qdisc::host::{self, QdiscConfig};
 use crate::qdisc::{self, Alg, Flow, Plan};
 
-/// Exit status when the guest cannot run on this machine (no QEMU, no kernel package, no space):
-/// automake's "skipped", so scripts can tell it from a failure.
-pub const EXIT_UNAVAILABLE: i32 = 77;
-/// Exit status when the guest did not finish in time (as `timeout(1)`).
-pub const EXIT_TIMEOUT: i32 = 124;
-
-const VM_HELP: &str = "\
+/// `schedlab vm --help`.
+pub const VM_HELP: &str = "\
 schedlab vm — run one command in a Linux guest (Debian's 6.12 kernel under QEMU, software emulation)
 
 Usage: schedlab vm [options] -- CMD [ARGS...]
@@ -46,13 +41,22 @@ each noted on stderr.
 Example: schedlab vm -- uname -r
 ";
 
-/// Parses the arguments after `schedlab vm`.
+/// `schedlab vm`'s command line: the guest's configuration, what to show, the command.
 #[derive(Debug)]
-struct VmArgs {
-    cfg: GuestConfig,
-    console: bool,
-    prepare_only: bool,
-    argv: Vec<String>,
+pub struct VmArgs {
+    /// The guest: cache, timeout, CPUs, memory, shared folders, kernel command line.
+    pub cfg: GuestConfig,
+    /// `--console`: print the guest's serial console afterwards.
+    pub console: bool,
+    /// `--prepare`: only fetch the kernel and build the initramfs.
+    pub prepare_only: bool,
+    /// The command to run in the guest.
+    pub argv: Vec<String>,
+}
+
+/// Parses `schedlab vm`'s command line (`args[0]` is the command name); `Ok(None)` is `--help`.
+pub fn parse_vm_args(args: &[OsString]) -> Result<Option<VmArgs>> {
+    utf8_args(args).and_then(|a| parse_vm(&a))
 }
 
 fn parse_vm(args: &[String]) -> Result<Option<VmArgs>> {
@@ -114,69 +118,8 @@ fn utf8_args(args: &[OsString]) -> Result<Vec<String>> {
         .collect()
 }
 
-/// `schedlab vm`; `args[0]` is the command name.
-pub fn vm_main(args: Vec<OsString>) -> Result<i32> {
-    let parsed = match utf8_args(&args).and_then(|a| parse_vm(&a)) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            print!("{VM_HELP}");
-            return Ok(0);
-        }
-        Err(e) => {
-            eprintln!(
-                "schedlab vm: usage error: {e:#}\nUsage: schedlab vm [--timeout S] [--cache DIR] -- CMD [ARGS...] (see --help)"
-            );
-            return Ok(2);
-        }
-    };
-    let mut log = |m: &str| eprintln!("schedlab vm: {m}");
-    let kernel = match guest::prepare(&parsed.cfg, &mut log) {
-        Ok(k) => k,
-        Err(GuestError::Unavailable(u)) => {
-            eprintln!("schedlab vm: cannot run a guest here: {u}");
-            return Ok(EXIT_UNAVAILABLE);
-        }
-        Err(e) => return Err(e).context("preparing the guest"),
-    };
-    if parsed.prepare_only {
-        println!(
-            "kernel {} ({}) in {}; initramfs {}",
-            kernel.version,
-            kernel.package,
-            kernel.root.display(),
-            kernel.initramfs.display()
-        );
-        return Ok(0);
-    }
-    match guest::run(&kernel, &parsed.cfg, &parsed.argv) {
-        Ok(out) => {
-            for f in &out.failed_boots {
-                eprintln!("schedlab vm: note: a boot died before the command started ({f}); booted again");
-            }
-            // Output first (files the caller redirects), then the console on request.
-            std::io::stdout().write_all(&out.stdout).context("writing to stdout")?;
-            std::io::stdout().flush().context("writing to stdout")?;
-            std::io::stderr().write_all(&out.stderr).context("writing to stderr")?;
-            if parsed.console {
-                eprintln!(
-                    "--- guest console (kernel {}, command started at {:?} s uptime, {:.1} s wall) ---",
-                    out.kernel_version, out.boot_s, out.wall_s
-                );
-                eprint!("{}", out.console);
-            }
-            Ok(out.exit)
-        }
-        Err(GuestError::Timeout { secs, console_tail }) => {
-            eprintln!(
-                "schedlab vm: the guest did not finish within {secs} s; QEMU was killed. Console ends with:\n{console_tail}"
-            );
-            Ok(EXIT_TIMEOUT)
-        }
-        Err(e) => Err(e).context("running the guest"),
-    }
-}
-
-const QDISC_HELP: &str = "\
+/// `schedlab qdisc --help`.
+pub const QDISC_HELP: &str = "\
 schedlab qdisc — the kernel as the third answer: a sched traffic file through a Linux qdisc
 
 Usage: schedlab qdisc -f TRAFFIC -b BW [options] -- -flowsets W:L:N,... -alg NAME
@@ -215,9 +158,6 @@ can run here (the one-line reason says why), 2 on a usage error, 1 on other erro
 Example: schedlab qdisc -t 2 -f sched.txt -b 5M -- -flowsets 100:1500:1,1:1500:16 -alg drr
 ";
 
-/// Exit status when the kernel's shares disagree with the other answers.
-pub const EXIT_DISAGREE: i32 = 3;
-
 /// `-flowsets W:L:N,...`: N flows of weight W and maximum packet length L.
 fn parse_flowsets(s: &str) -> Result<Vec<Flow>> {
     let mut flows = Vec::new();
@@ -240,11 +180,19 @@ fn parse_flowsets(s: &str) -> Result<Vec<Flow>> {
     Ok(flows)
 }
 
-/// `schedlab qdisc`'s arguments.
+/// `schedlab qdisc`'s command line.
 #[derive(Debug)]
-enum QdiscArgs {
+pub enum QdiscArgs {
+    /// `--in-guest PLAN`: the guest's side, run by the host side through `schedlab vm`.
     InGuest(PathBuf),
+    /// The host side: the run's configuration and `--json FILE`.
     Run(Box<QdiscConfig>, Option<PathBuf>),
+}
+
+/// Parses `schedlab qdisc`'s command line (`args[0]` is the command name); `Ok(None)` is
+/// `--help`. Reads the traffic file.
+pub fn parse_qdisc_args(args: &[OsString]) -> Result<Option<QdiscArgs>> {
+    utf8_args(args).and_then(|a| parse_qdisc(&a))
 }
 
 fn parse_qdisc(args: &[String]) -> Result<Option<QdiscArgs>> {
@@ -368,49 +316,6 @@ fn parse_qdisc(args: &[String]) -> Result<Option<QdiscArgs>> {
         }),
         json,
     )))
-}
-
-/// `schedlab qdisc`; `args[0]` is the command name.
-pub fn qdisc_main(args: Vec<OsString>) -> Result<i32> {
-    let parsed = match utf8_args(&args).and_then(|a| parse_qdisc(&a)) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            print!("{QDISC_HELP}");
-            return Ok(0);
-        }
-        Err(e) => {
-            eprintln!("schedlab qdisc: usage error: {e:#}\nUsage: schedlab qdisc -f TRAFFIC -b BW -- -flowsets W:L:N,... -alg NAME (see --help)");
-            return Ok(2);
-        }
-    };
-    match parsed {
-        QdiscArgs::InGuest(path) => {
-            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            let plan: Plan = serde_json::from_str(&text).with_context(|| format!("{}: not a qdisc plan", path.display()))?;
-            let answer = qdisc::inguest::execute(&plan)?;
-            println!("{}", serde_json::to_string(&answer).context("answer to JSON")?);
-            Ok(0)
-        }
-        QdiscArgs::Run(cfg, json) => {
-            let report = match host::run(&cfg) {
-                Ok(r) => r,
-                Err(e) => {
-                    if let Some(reason) = host::unavailable(&e) {
-                        eprintln!("schedlab qdisc: cannot run a guest here: {reason}");
-                        return Ok(EXIT_UNAVAILABLE);
-                    }
-                    return Err(e);
-                }
-            };
-            if let Some(path) = &json {
-                schedlab_report::export::write_json(path, &report)?;
-            }
-            if json.as_deref() != Some(std::path::Path::new("-")) {
-                print!("{}", report.text());
-            }
-            Ok(if report.agree == Some(false) { EXIT_DISAGREE } else { 0 })
-        }
-    }
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@
 //! - [`qdisc`]: the kernel as the third answer — a sched traffic file through a qdisc on a veth in
 //!   the guest (pfifo, drr, qfq, prio, fq, fq_codel under a tbf bottleneck), counted per flow at the
 //!   receiver, beside the model's and the harness's answers;
-//! - [`cli`]: `schedlab vm [--timeout S] [--cache DIR] -- CMD...` and `schedlab qdisc`.
+//! - [`cli`]: `schedlab vm [--timeout S] [--cache DIR] -- CMD...` and `schedlab qdisc`'s argv into
+//!   a config, and their help texts; [`app`]: their flow (boot, print, write files, exit code).
 //!
 //! The guest has no network device to the outside: every address lives on veth pairs inside it.
+pub mod app;
 pub mod cli;
 pub mod cpio;
 pub mod guest;

@@ -1,29 +1,26 @@
 //! `schedlab predict`: `schedlab sched`'s options, plus `--algs`, `--plot`, `--drain`, `--repeat`,
-//! turned into a [`Config`]; then [`crate::run::run_with`] and the writers of [`crate::output`].
+//! turned into a [`Config`] (in [`Opts`]), and the help text; nothing else. [`crate::app`] runs it.
 
-use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use schedlab_policy::{Dialect, PolicySpec};
-use schedlab_report::MachineInfo;
-use schedlab_sched::config::{load, parse_argv as parse_sched_argv, write_message_files, Argv};
+use schedlab_sched::config::{load, parse_argv as parse_sched_argv, Argv};
 use schedlab_sched::harness::alg_error;
 use schedlab_sched::units::{parse_duration, Nanos};
 
 use crate::config::Config;
-use crate::output::{plot, text, write_disturbance_csv, write_json};
-use crate::run::{run_with, Finished};
 
-const HELP: &str = "\
+/// `schedlab predict --help`.
+pub const HELP: &str = "\
 schedlab predict — the simulator's prediction and the real scheduler's measurement of one workload
 
 Runs the workload on the real harness (schedlab sched), records every message, replays exactly
 those arrivals (time, client, length) through the simulator with the same policy and a
 deterministic service time of packet_bytes x 8 / link rate, and prints per message length: count,
 measured and predicted mean / p50 / p99 queueing latency (arrival to the release of the last
-packet) and their ratio; then where the measured time went (ring wait sch_enq - cli_enq, scheduler
+packet) and their ratio (with more than 64 distinct lengths, e.g. dist:w3, per size bucket by
+size percentile instead, as schedlab sim buckets); then where the measured time went (ring wait sch_enq - cli_enq, scheduler
 queue, release-to-seen cli_deq - sch_deq) and how late the scheduler's passes released packets
 against the link's own clock. It also checks that the harness released exactly the packets, in
 exactly the order, that the simulator releases from the arrivals as the scheduler saw them.
@@ -42,6 +39,7 @@ Usage: schedlab predict [schedlab sched options] [--algs LIST] [--plot FILE.svg]
                   per client; prio takes each message's alpha from the traffic file's alpha:X)
   --plot FILE     latency vs message length, measured and predicted per algorithm (SVG)
   --json FILE     the comparison as JSON ('-' for stdout)
+  --csv FILE      the comparison's rows as CSV, one line per run and length ('-' for stdout)
   --drain TIME    silence appended to every client's program so queues empty (default 50ms)
   --seed N        seed of the workload (message lengths, Poisson gaps; default 1)
   --repeat N      run every algorithm N times (same seed); runs set aside by the verdict (cannot
@@ -57,10 +55,14 @@ Everything else is schedlab sched's (see schedlab sched --help), e.g.
 with load50.txt:  thread all / 2s 125M 1500 dist:report poisson   (4 x 125 Mb/s = 50% of 1 Gb/s)
 ";
 
-/// The run's configuration and where the plot goes.
-struct Opts {
-    config: Config,
-    plot: Option<PathBuf>,
+/// `schedlab predict`'s command line as plain data: the run's configuration and where the plot goes.
+#[derive(Debug)]
+pub struct Opts {
+    pub config: Config,
+    /// `--plot FILE.svg`.
+    pub plot: Option<PathBuf>,
+    /// `--csv FILE` (`-`: stdout).
+    pub csv: Option<PathBuf>,
 }
 
 /// One name of `--algs`, in the harness's dialect (`rr` is DRR, as `-alg rr`).
@@ -71,7 +73,7 @@ fn parse_alg_item(s: &str) -> Result<PolicySpec> {
 /// An error of [`parse`] that is not a usage error (the traffic file cannot be read or is wrong):
 /// exit 1, where every other parse error exits 2.
 #[derive(Debug)]
-struct NotUsage(String);
+pub struct NotUsage(pub String);
 
 impl std::fmt::Display for NotUsage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,6 +91,8 @@ pub struct PredictArgv {
     /// `--algs`, or the one `-alg`.
     pub algs: Vec<PolicySpec>,
     pub plot: Option<PathBuf>,
+    /// `--csv FILE`: the comparison's rows.
+    pub csv: Option<PathBuf>,
     pub drain: Nanos,
     /// `--repeat N`: runs per algorithm (at least 1).
     pub repeat: usize,
@@ -101,6 +105,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
     let mut rest = Vec::new();
     let mut algs_arg = None;
     let mut plot = None;
+    let mut csv = None;
     let mut drain = Nanos(50_000_000);
     let mut repeat = 1usize;
     let mut it = argv.iter();
@@ -118,6 +123,7 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
         match opt {
             "--algs" => algs_arg = Some(value("--algs")?),
             "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
+            "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
             "--drain" => {
                 let v = value("--drain")?;
                 drain = parse_duration(&v, 1_000_000_000).with_context(|| format!("--drain {v}"))?;
@@ -151,104 +157,19 @@ pub fn parse_argv(argv: &[String]) -> Result<Option<PredictArgv>> {
             v
         }
     };
-    Ok(Some(PredictArgv { sched, algs, plot, drain, repeat }))
+    Ok(Some(PredictArgv { sched, algs, plot, csv, drain, repeat }))
 }
 
-/// Parses `schedlab predict`'s arguments and loads the traffic program. `Ok(None)`: help.
-fn parse(argv: &[String]) -> Result<Option<Opts>> {
+/// Parses `schedlab predict`'s arguments (without the program name) and loads the traffic
+/// program. `Ok(None)`: help. An error that is a [`NotUsage`] is about the traffic file (exit 1);
+/// every other one is a usage error (exit 2).
+pub fn parse(argv: &[String]) -> Result<Option<Opts>> {
     let Some(p) = parse_argv(argv)? else { return Ok(None) };
     // Reading the traffic file is the one step of parsing that is not about the command line.
     let sched = load(p.sched).map_err(|e| anyhow::Error::new(NotUsage(format!("{e:#}"))))?;
     let mut config = Config::new(sched, p.algs, p.drain, p.repeat);
     config.command = std::env::args().collect();
-    Ok(Some(Opts { config, plot: p.plot }))
-}
-
-/// `println!` that returns an error instead of panicking when stdout is closed.
-macro_rules! outln {
-    ($($t:tt)*) => {
-        writeln!(std::io::stdout(), $($t)*).context("writing to stdout")?
-    };
-}
-
-/// Entry point: `args[0]` is the program name.
-pub fn main(args: Vec<OsString>) -> Result<i32> {
-    let argv: Vec<String> = args
-        .iter()
-        .skip(1)
-        .map(|a| a.to_str().map(str::to_string).with_context(|| format!("argument {a:?} is not valid UTF-8")))
-        .collect::<Result<_>>()?;
-    let opts = match parse(&argv) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            write!(std::io::stdout(), "{HELP}").context("writing to stdout")?;
-            return Ok(0);
-        }
-        Err(e) if e.is::<NotUsage>() => return Err(e),
-        Err(e) => {
-            eprintln!("schedlab predict: usage error: {e:#} (see --help)");
-            return Ok(schedlab_report::frontend::exit::USAGE);
-        }
-    };
-    let cfg = &opts.config;
-    for w in &cfg.sched.cfg.traffic.warnings {
-        eprintln!("schedlab predict: warning: {w}");
-    }
-    // SIGINT/SIGTERM: the front-end kit's one handler per process.
-    let interrupt = schedlab_report::frontend::interrupt();
-    let machine = MachineInfo::collect();
-    outln!("{}", machine.line());
-    let base = &cfg.sched.cfg;
-    outln!(
-        "workload: {} client(s), traffic {}, queue {} pkts, link {}, -i {} -c {}, seed {}, drain {}",
-        base.threads,
-        cfg.sched.traffic_source,
-        base.queue,
-        base.bandwidth.map_or("unlimited".into(), |b| b.to_string()),
-        base.sched_poll,
-        base.client_poll,
-        base.seed,
-        cfg.drain
-    );
-    // The named workloads the traffic draws from, with their reading and provenance.
-    for w in base.traffic.workloads() {
-        outln!("{w}");
-    }
-    let shown = |run: &crate::run::AlgRun| -> std::io::Result<()> {
-        let s = if cfg.repeat > 1 {
-            crate::repeat::run_line(run.repeat_run, cfg.repeat, &run.alg, &crate::repeat::outcome(run))
-        } else {
-            text(run)
-        };
-        write!(std::io::stdout(), "{s}")
-    };
-    let (result, last) = match run_with(cfg, machine, interrupt.flag(), shown)? {
-        Finished::Done { result, last } => (result, last),
-        Finished::Interrupted => {
-            outln!("interrupted (Ctrl-C)");
-            return Ok(schedlab_report::frontend::exit::INTERRUPTED);
-        }
-    };
-    if !result.summaries.is_empty() {
-        outln!("\nover {} runs per algorithm (runs set aside by the verdict are dropped):", cfg.repeat);
-        for s in &result.summaries {
-            write!(std::io::stdout(), "{}", crate::repeat::text(s)).context("writing to stdout")?;
-        }
-    }
-    if let Some(r) = &last {
-        write_message_files(&cfg.sched, r)?;
-    }
-    if let Some(p) = &cfg.sched.json {
-        write_json(p, &result)?;
-    }
-    if let Some(p) = &cfg.sched.disturbance_csv {
-        write_disturbance_csv(p, &result, cfg.repeat)?;
-    }
-    if let Some(p) = &opts.plot {
-        plot(&result).write(p)?;
-        outln!("plot: {}", p.display());
-    }
-    Ok(0)
+    Ok(Some(Opts { config, plot: p.plot, csv: p.csv }))
 }
 
 #[cfg(test)]

@@ -89,7 +89,9 @@ pub fn predict<P: Policy<usize>>(policy: P, msgs: &[MsgRecord], trace: &Trace) -
 /// Mean, median and 99th percentile, µs.
 /// Latency figures, the time breakdown and one comparison row: the typed result's parts
 /// (`schedlab_report::results::predict`), which `predict --json` writes.
-pub use schedlab_report::results::predict::{Breakdown, CompareRow as Row, Lat};
+pub use schedlab_report::results::predict::{Breakdown, CompareRow as Row, Lat, LenBucket};
+/// Most distinct lengths compared one row each; with more, rows are size buckets (`sim`'s rule).
+pub use schedlab_sim::engine::MAX_LENGTH_COLUMNS;
 
 /// Mean, p50 and p99 in µs of latencies in ns (NaN for no finite sample).
 fn lat_of_ns(v: &[f64]) -> Lat {
@@ -101,14 +103,17 @@ fn lat_of_ns(v: &[f64]) -> Lat {
     Lat { mean_us: s.mean / 1e3, p50_us: s.p50 / 1e3, p99_us: s.p99 / 1e3 }
 }
 
-/// Compares the delivered messages that the simulator also delivered, per length and overall.
+/// Compares the delivered messages that the simulator also delivered, per length (or, with more
+/// than [`MAX_LENGTH_COLUMNS`] distinct lengths, per size bucket by the compared messages' own
+/// size percentiles, as `sim` buckets) and overall (the last row, `len_pkts` 0).
 pub fn compare(msgs: &[MsgRecord], predicted: &[Option<f64>]) -> Vec<Row> {
     let both: Vec<(&MsgRecord, f64)> =
         msgs.iter().zip(predicted).filter(|(m, _)| m.delivered()).filter_map(|(m, p)| p.map(|p| (m, p))).collect();
-    let mut lens: Vec<u32> = both.iter().map(|(m, _)| m.packets).collect();
-    lens.sort_unstable();
+    let mut all: Vec<u32> = both.iter().map(|(m, _)| m.packets).collect();
+    all.sort_unstable();
+    let mut lens = all.clone();
     lens.dedup();
-    let row = |len: u32, sel: Vec<&(&MsgRecord, f64)>| -> Row {
+    let row = |len: u32, bucket: Option<LenBucket>, sel: Vec<&(&MsgRecord, f64)>| -> Row {
         let meas: Vec<f64> = sel.iter().map(|(m, _)| m.queueing_ns() as f64).collect();
         let pred: Vec<f64> = sel.iter().map(|(_, p)| *p).collect();
         let n = sel.len().max(1) as f64;
@@ -116,6 +121,7 @@ pub fn compare(msgs: &[MsgRecord], predicted: &[Option<f64>]) -> Vec<Row> {
         let (measured, predicted) = (lat_of_ns(&meas), lat_of_ns(&pred));
         Row {
             len_pkts: len,
+            bucket,
             count: sel.len(),
             ratio_mean: if predicted.mean_us > 0.0 { measured.mean_us / predicted.mean_us } else { f64::NAN },
             measured,
@@ -127,8 +133,18 @@ pub fn compare(msgs: &[MsgRecord], predicted: &[Option<f64>]) -> Vec<Row> {
             },
         }
     };
-    let mut rows: Vec<Row> = lens.iter().map(|&l| row(l, both.iter().filter(|(m, _)| m.packets == l).collect())).collect();
-    rows.push(row(0, both.iter().collect()));
+    let mut rows: Vec<Row> = if lens.len() <= MAX_LENGTH_COLUMNS {
+        lens.iter().map(|&l| row(l, None, both.iter().filter(|(m, _)| m.packets == l).collect())).collect()
+    } else {
+        schedlab_sim::engine::empirical_buckets(&all)
+            .into_iter()
+            .map(|b| {
+                let lb = LenBucket { low: b.low, high: b.high, pct_low: b.pct_low, pct_high: b.pct_high };
+                row(b.high, Some(lb), both.iter().filter(|(m, _)| (b.low..=b.high).contains(&m.packets)).collect())
+            })
+            .collect()
+    };
+    rows.push(row(0, None, both.iter().collect()));
     rows
 }
 
@@ -307,5 +323,34 @@ mod tests {
         let rows = compare(&m, &p);
         assert_eq!(rows.last().unwrap().count, 2);
         assert_eq!(rows.iter().map(|r| r.len_pkts).collect::<Vec<_>>(), vec![1, 3, 0]);
+    }
+
+    /// Many lengths (a named workload's): rows are size buckets by the messages' own size
+    /// percentiles, at most one per edge of `sim`'s buckets plus the all-messages row, every
+    /// message in exactly one bucket; few lengths keep one row per length.
+    #[test]
+    fn many_lengths_are_bucketed_few_are_not() {
+        // 1000 messages, lengths 1..=200 (each five times): 200 distinct lengths.
+        let msgs: Vec<MsgRecord> = (0..1000u64).map(|i| msg(0, (i % 200) as u32 + 1, i, i, i + 10)).collect();
+        let p: Vec<Option<f64>> = msgs.iter().map(|m| Some(m.packets as f64 * 1000.0)).collect();
+        let rows = compare(&msgs, &p);
+        let edges = schedlab_sim::engine::BUCKET_EDGES.len();
+        assert!(rows.len() <= edges + 1 && rows.len() > 5, "{} rows", rows.len());
+        let (buckets, all) = rows.split_at(rows.len() - 1);
+        assert!(buckets.iter().all(|r| r.bucket.is_some()) && all[0].bucket.is_none() && all[0].len_pkts == 0);
+        assert_eq!(buckets.iter().map(|r| r.count).sum::<usize>(), 1000, "every message in one bucket");
+        for w in buckets.windows(2) {
+            let (a, b) = (w[0].bucket.unwrap(), w[1].bucket.unwrap());
+            assert_eq!(b.low, a.high + 1, "buckets tile the lengths");
+            assert!((b.pct_low - a.pct_high).abs() < 1e-12);
+        }
+        let first = buckets[0].bucket.unwrap();
+        assert_eq!((first.low, first.high, buckets[0].len_pkts), (1, 20, 20), "the first decile: lengths 1-20");
+        assert!((first.pct_high - 0.1).abs() < 1e-12);
+        // 64 distinct lengths: one row each.
+        let few: Vec<MsgRecord> = (0..640u64).map(|i| msg(0, (i % 64) as u32 + 1, i, i, i + 10)).collect();
+        let rows = compare(&few, &vec![Some(1.0); few.len()]);
+        assert_eq!(rows.len(), 65);
+        assert!(rows.iter().all(|r| r.bucket.is_none()));
     }
 }

@@ -15,7 +15,9 @@
 //! progress and an interrupt) returning the typed result [`run::Predict`]
 //! (`schedlab_report::results::predict`, `schedlab.predict/1`) with each run's "cannot keep up"
 //! verdict, and its writers in [`output`] (text, JSON, plot). [`cli`] turns `schedlab predict`'s
-//! command line (schedlab sched's options, `--algs`, `--plot`, `--json`) into a `Config`.
+//! command line (schedlab sched's options, `--algs`, `--plot`, `--json`) into a `Config`; [`app`]
+//! is the command's flow (run, print, write files, exit code).
+pub mod app;
 pub mod cli;
 pub mod compare;
 pub mod config;

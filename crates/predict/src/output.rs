@@ -7,6 +7,7 @@ use schedlab_report::plot::figures::{predict_chart, PredictSeries};
 use schedlab_report::plot::LineChart;
 use schedlab_sched::units::Bps;
 
+use crate::compare::Row;
 use crate::run::{AlgRun, Predict};
 
 /// Writes the result as JSON (`schedlab.predict/1`) to `path` (`-`: stdout).
@@ -23,6 +24,70 @@ pub fn write_disturbance_csv(path: &Path, result: &Predict, repeat: usize) -> an
     schedlab_report::disturb::write_csv(path, rows)
 }
 
+/// The columns of `--csv`: one line per (run, row); a row is one length or one size bucket
+/// (`bucket_*` filled), `len_pkts` 0 all messages together.
+pub const CSV_HEADER: [&str; 21] = [
+    "alg",
+    "label",
+    "repeat_run",
+    "kept_up",
+    "predicted",
+    "len_pkts",
+    "bucket_low",
+    "bucket_high",
+    "bucket_pct_low",
+    "bucket_pct_high",
+    "count",
+    "measured_mean_us",
+    "measured_p50_us",
+    "measured_p99_us",
+    "predicted_mean_us",
+    "predicted_p50_us",
+    "predicted_p99_us",
+    "ratio_mean",
+    "ring_wait_us",
+    "sched_queue_us",
+    "release_to_seen_us",
+];
+
+/// Writes `--csv`: every run's rows ([`CSV_HEADER`]; `-`: stdout). Predicted figures of a run
+/// that could not keep up are empty, as are the bucket columns of a per-length row.
+pub fn write_csv(path: &Path, result: &Predict) -> anyhow::Result<()> {
+    let mut c = schedlab_report::export::Csv::create(path, &CSV_HEADER)?;
+    let f = |x: f64| if x.is_finite() { format!("{x}") } else { String::new() };
+    for r in &result.runs {
+        for row in &r.rows {
+            let b = row.bucket;
+            let p = |x: f64| if r.predicted { f(x) } else { String::new() };
+            c.row(&[
+                r.alg.clone(),
+                r.label.clone(),
+                r.repeat_run.to_string(),
+                r.verdict.kept_up.to_string(),
+                r.predicted.to_string(),
+                row.len_pkts.to_string(),
+                b.map_or(String::new(), |b| b.low.to_string()),
+                b.map_or(String::new(), |b| b.high.to_string()),
+                b.map_or(String::new(), |b| f(b.pct_low)),
+                b.map_or(String::new(), |b| f(b.pct_high)),
+                row.count.to_string(),
+                f(row.measured.mean_us),
+                f(row.measured.p50_us),
+                f(row.measured.p99_us),
+                p(row.predicted.mean_us),
+                p(row.predicted.p50_us),
+                p(row.predicted.p99_us),
+                p(row.ratio_mean),
+                f(row.breakdown.ring_wait_us),
+                f(row.breakdown.sched_queue_us),
+                f(row.breakdown.release_to_seen_us),
+            ])?;
+        }
+    }
+    c.finish()?;
+    Ok(())
+}
+
 /// The human table of one run.
 pub fn text(r: &AlgRun) -> String {
     let mut s = format!(
@@ -35,7 +100,26 @@ pub fn text(r: &AlgRun) -> String {
         r.link_achieved_bps / 1e6,
         r.service_ns / 1e3
     );
-    let len = |l: u32| if l == 0 { "all".to_string() } else { l.to_string() };
+    // Rows are lengths, or size buckets (`low-high` packets, their size percentiles at the end).
+    let bucketed = r.rows.iter().any(|x| x.bucket.is_some());
+    let len = |row: &Row| match (row.bucket, row.len_pkts) {
+        (Some(b), _) => format!("{}-{}", b.low, b.high),
+        (None, 0) => "all".to_string(),
+        (None, l) => l.to_string(),
+    };
+    let w = r.rows.iter().map(|x| len(x).len()).max().unwrap_or(0).max(if bucketed { 7 } else { 5 });
+    let pct = |row: &Row| match row.bucket {
+        Some(b) => format!(" {:>11}", format!("{:.1}-{:.1}", 100.0 * b.pct_low, 100.0 * b.pct_high)),
+        None if bucketed => format!(" {:>11}", "all"),
+        None => String::new(),
+    };
+    let (len_head, pct_head) = if bucketed { ("lengths", format!(" {:>11}", "percentiles")) } else { ("len", String::new()) };
+    if bucketed {
+        s += &format!(
+            "more than {} distinct lengths: one row per size bucket, by the compared messages' size percentiles (as sim buckets)\n",
+            crate::compare::MAX_LENGTH_COLUMNS
+        );
+    }
     if r.verdict.disturbed {
         s += "DISTURBED: the harness kept up with the link but was disturbed, so the run is set aside and its \
               disagreement with the model is not the model's:\n";
@@ -49,27 +133,28 @@ pub fn text(r: &AlgRun) -> String {
         for why in &r.verdict.reasons {
             s += &format!("  - {why}\n");
         }
-        s += &format!("{:>5} {:>7} {:>11} {:>10} {:>10}\n", "len", "count", "mean us", "p50 us", "p99 us");
+        s += &format!("{len_head:>w$} {:>7} {:>11} {:>10} {:>10}{pct_head}\n", "count", "mean us", "p50 us", "p99 us");
         for row in &r.rows {
             s += &format!(
-                "{:>5} {:>7} {:>11.1} {:>10.1} {:>10.1}\n",
-                len(row.len_pkts),
+                "{:>w$} {:>7} {:>11.1} {:>10.1} {:>10.1}{}\n",
+                len(row),
                 row.count,
                 row.measured.mean_us,
                 row.measured.p50_us,
-                row.measured.p99_us
+                row.measured.p99_us,
+                pct(row)
             );
         }
     } else {
         s += "queueing latency (arrival to release of the last packet), us:\n";
         s += &format!(
-            "{:>5} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>6}\n",
-            "len", "count", "meas mean", "meas p50", "meas p99", "pred mean", "pred p50", "pred p99", "ratio"
+            "{len_head:>w$} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>6}{pct_head}\n",
+            "count", "meas mean", "meas p50", "meas p99", "pred mean", "pred p50", "pred p99", "ratio"
         );
         for row in &r.rows {
             s += &format!(
-                "{:>5} {:>7} | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} | {:>6.3}\n",
-                len(row.len_pkts),
+                "{:>w$} {:>7} | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} | {:>6.3}{}\n",
+                len(row),
                 row.count,
                 row.measured.mean_us,
                 row.measured.p50_us,
@@ -77,7 +162,8 @@ pub fn text(r: &AlgRun) -> String {
                 row.predicted.mean_us,
                 row.predicted.p50_us,
                 row.predicted.p99_us,
-                row.ratio_mean
+                row.ratio_mean,
+                pct(row)
             );
         }
     }

@@ -1,23 +1,19 @@
-//! `schedlab rdma`: the benchmark (`schedlab rdma [SERVER] [options]`, the seed's `write_bw`
-//! options) and the two-flow analysis (`schedlab rdma share A.txt B.txt`).
+//! `schedlab rdma`'s command lines into plain data: the benchmark (`schedlab rdma [SERVER]
+//! [options]`, the seed's `write_bw` options) into a [`BenchArgs`] and its [`BenchConfig`], the
+//! two-flow analysis (`schedlab rdma share A.txt B.txt`) into a [`ShareArgs`], with their help
+//! texts. [`crate::app`] runs them.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 
-use schedlab_report::export::{write_json, Csv};
-use schedlab_report::plot::figures::share_chart;
-use schedlab_report::results::rdma_share::{RdmaShare, RdmaShareSchema};
-
 use crate::backend::BackendKind;
-use crate::bench::{self, BenchConfig, BenchError, RunResult};
+use crate::bench::BenchConfig;
 use crate::record;
-use crate::share::{self, FlowInput, ShareError, ShareReport};
 use crate::types::{MsgSize, Op, PollMode};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -42,63 +38,63 @@ Without an RDMA device add --backend emulated to every benchmark command.";
 #[command(name = "schedlab rdma", after_help = BENCH_EXAMPLES)]
 pub struct BenchArgs {
     /// Server address to connect to; without it this end is the server and waits for one client
-    server: Option<String>,
+    pub server: Option<String>,
     /// Accepted for the seed's command lines: timestamps come from the monotonic clock, so no
     /// CPU-frequency check is needed
     #[arg(short = 'F')]
-    ignore_cpu_freq: bool,
+    pub ignore_cpu_freq: bool,
     /// Operation: 0 = WRITE, 1 = READ, 2 = WRITE_IMM, 3 = SEND
     #[arg(short = 'O', default_value = "0", value_parser = parse_op)]
-    op: Op,
+    pub op: Op,
     /// Event-triggered completion polling (default: busy polling)
     #[arg(short = 'e')]
-    events: bool,
+    pub events: bool,
     /// Bytes per message (suffixes K, M, G allowed)
     #[arg(short = 's', default_value = "65536", value_parser = parse_size)]
-    size: MsgSize,
+    pub size: MsgSize,
     /// Number of messages
     #[arg(short = 'n', default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
-    count: u64,
+    pub count: u64,
     /// TCP port of the connection setup
     #[arg(short = 'p', default_value_t = 18515)]
-    port: u16,
+    pub port: u16,
     /// Per-message file in the original's format from its first byte: Task_cnt, completion time
     /// (us since start), latency (us). The run's metadata (backend, op, size, count, polling) goes
     /// to a sidecar FILE.json next to it, which `rdma share` reads
     #[arg(short = 'o')]
-    out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// Put the metadata on a first `# schedlab-rdma ...` line of the -o file instead of the
     /// sidecar (schedlab's older form; breaks scripts that skip exactly one header line)
     #[arg(long, requires = "out")]
-    meta_line: bool,
+    pub meta_line: bool,
     /// Receives kept posted at the receiver for SEND and WRITE_IMM
     #[arg(short = 't', default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
-    depth: u32,
+    pub depth: u32,
     /// RDMA device name (default: the first one)
     #[arg(short = 'd')]
-    device: Option<String>,
+    pub device: Option<String>,
     /// Device port
     #[arg(short = 'i', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
-    ib_port: u8,
+    pub ib_port: u8,
     /// GID index (RoCE)
     #[arg(short = 'x', default_value_t = 0)]
-    gid_index: u32,
+    pub gid_index: u32,
     /// Which backend runs the queue pair
     #[arg(long, value_enum, default_value = "verbs")]
-    backend: BackendArg,
+    pub backend: BackendArg,
     /// Address the server listens on
     #[arg(long, default_value = "0.0.0.0")]
-    bind: IpAddr,
+    pub bind: IpAddr,
     /// Longest wait in seconds for connection setup or any one completion
     #[arg(long, default_value_t = 30.0)]
-    timeout: f64,
+    pub timeout: f64,
     /// Also write the result (with machine and thread facts) as JSON
     #[arg(long)]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// Write the measuring thread's disturbance (switches, migrations, longest loop gap) as one
     /// CSV row
     #[arg(long, value_name = "FILE")]
-    disturbance_csv: Option<PathBuf>,
+    pub disturbance_csv: Option<PathBuf>,
 }
 
 /// How two concurrent flows shared the link (the seed's method, and more).
@@ -106,33 +102,33 @@ pub struct BenchArgs {
 #[command(name = "schedlab rdma share")]
 pub struct ShareArgs {
     /// First flow's -o file
-    a: PathBuf,
+    pub a: PathBuf,
     /// Second flow's -o file
-    b: PathBuf,
+    pub b: PathBuf,
     /// Bytes per message of flow A (default: from the file's sidecar A.json or schedlab header line)
     #[arg(long, value_parser = parse_size)]
-    size_a: Option<MsgSize>,
+    pub size_a: Option<MsgSize>,
     /// Bytes per message of flow B
     #[arg(long, value_parser = parse_size)]
-    size_b: Option<MsgSize>,
+    pub size_b: Option<MsgSize>,
     /// Messages flow A was asked for (default: from the header; only reported)
     #[arg(long)]
-    count_a: Option<u64>,
+    pub count_a: Option<u64>,
     /// Messages flow B was asked for
     #[arg(long)]
-    count_b: Option<u64>,
+    pub count_b: Option<u64>,
     /// Window of the throughput-over-time series (us, ms or s; a bare number is ms)
     #[arg(long, default_value = "40ms", value_parser = parse_window_us)]
-    window: f64,
+    pub window: f64,
     /// Write the analysis as JSON
     #[arg(long)]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// Write the windowed throughput as CSV
     #[arg(long)]
-    csv: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
     /// Write an SVG plot of both flows' throughput over time
     #[arg(long)]
-    svg: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
 }
 
 fn parse_op(s: &str) -> Result<Op, String> {
@@ -161,18 +157,6 @@ pub fn parse_window_us(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Runs the command; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> Result<i32> {
-    match parse_args(args) {
-        Ok(RdmaCommand::Share(a)) => run_share(&a, &mut std::io::stdout().lock()).map(|()| 0),
-        Ok(RdmaCommand::Bench(a)) => run_bench(&a),
-        Err(e) => match e.downcast::<clap::Error>() {
-            Ok(c) => clap_exit(c),
-            Err(e) => Err(e),
-        },
-    }
-}
-
 /// One `rdma` or `rdma share` command line, parsed: nothing is run, printed or opened.
 #[derive(Debug)]
 pub enum RdmaCommand {
@@ -191,13 +175,9 @@ pub fn parse_args(args: Vec<OsString>) -> Result<RdmaCommand> {
     Ok(RdmaCommand::Bench(BenchArgs::try_parse_from(args)?))
 }
 
-fn clap_exit(e: clap::Error) -> Result<i32> {
-    let code = e.exit_code();
-    let _ = e.print();
-    Ok(code)
-}
-
-fn bench_config(a: &BenchArgs) -> Result<BenchConfig> {
+/// The benchmark's configuration from its parsed command line; refuses bad values and, before
+/// anything is measured, output files that could not be written afterwards.
+pub fn bench_config(a: &BenchArgs) -> Result<BenchConfig> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         bail!("--timeout must be a positive number of seconds (got {})", a.timeout);
     }
@@ -247,176 +227,10 @@ fn check_outputs(a: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-fn run_bench(a: &BenchArgs) -> Result<i32> {
-    let cfg = bench_config(a)?;
-    // SIGINT/SIGTERM stop the run and keep what was measured (the front-end kit's one handler).
-    let stop = schedlab_report::frontend::interrupt().flag();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let result = match &cfg.server {
-        Some(_) => bench::run_client(&cfg, &mut out, stop),
-        None => {
-            let listener = bench::listen(&cfg)?;
-            let addr = listener.local_addr().context("reading the listening address")?;
-            let p = if cfg.backend == BackendKind::Emulated { "[EMULATED] " } else { "" };
-            writeln!(out, "{p} Waiting for client to connect on {addr} ...")?;
-            out.flush()?;
-            bench::serve(&cfg, &listener, &mut out, stop)
-        }
-    };
-    // Errors of an emulated run carry the label too (they are the last line a user sees).
-    let tag = if cfg.backend == BackendKind::Emulated { "[EMULATED] " } else { "" };
-    let res = match result {
-        Ok(r) => r,
-        Err(BenchError::Interrupted) => {
-            // Nothing measured yet: still the interrupted exit status, not an error.
-            eprintln!("schedlab rdma: {tag}interrupted before the transfer started: nothing measured");
-            return Ok(schedlab_report::frontend::exit::INTERRUPTED);
-        }
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("{tag}{} run", cfg.op))),
-    };
-    finish(a, &res, &mut out)?;
-    if let Some(why) = &res.failure {
-        bail!("{tag}{why} (the {} messages before it were saved)", res.completed);
-    }
-    Ok(if res.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
-}
-
-fn finish(a: &BenchArgs, res: &RunResult, out: &mut dyn Write) -> Result<()> {
-    if let Some(path) = &a.out {
-        if a.meta_line {
-            record::save(path, Some(&res.meta()), &res.records)?;
-        } else {
-            record::save(path, None, &res.records)?;
-            record::save_sidecar(path, &res.meta())?;
-        }
-    }
-    if let Some(path) = &a.json {
-        write_json(path, &res.to_result())?;
-    }
-    if let Some(path) = &a.disturbance_csv {
-        schedlab_report::disturb::write_csv(path, res.disturbance.iter().map(|d| ("1", d)))?;
-    }
-    res.print(out)?;
-    Ok(())
-}
-
-/// One flow from its file and the options that override or complete its header.
-pub fn flow_input(name: char, path: &Path, f: record::FlowFile, size: Option<MsgSize>, count: Option<u64>) -> Result<FlowInput> {
-    let meta = f.meta.clone().unwrap_or_default();
-    let lower = name.to_ascii_lowercase();
-    let conflict = |opt: &'static str, given: u64, header: u64| ShareError::Conflict { flow: name, opt, given, header };
-    let bytes = match (size.map(|s| u64::from(s.bytes())), meta.bytes) {
-        (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "size-a" } else { "size-b" }, g, h).into()),
-        (Some(g), _) => g,
-        (None, Some(h)) => h,
-        (None, None) => {
-            return Err(anyhow::Error::new(ShareError::NoSize { flow: name, lower }).context(path.display().to_string()))
-        }
-    };
-    let count = match (count, meta.count) {
-        (Some(g), Some(h)) if g != h => return Err(conflict(if lower == 'a' { "count-a" } else { "count-b" }, g, h).into()),
-        (g, h) => g.or(h),
-    };
-    Ok(FlowInput {
-        name,
-        source: path.display().to_string(),
-        backend: meta.backend,
-        bytes_per_msg: bytes,
-        count,
-        records: f.records,
-    })
-}
-
-fn overall_backend(r: &ShareReport) -> String {
-    let b: Vec<&str> = r.flows.iter().map(|f| f.backend.as_str()).collect();
-    if b.contains(&"EMULATED") {
-        "EMULATED".into()
-    } else if b[0] == b[1] {
-        b[0].into()
-    } else {
-        "mixed".into()
-    }
-}
-
-fn run_share(a: &ShareArgs, out: &mut dyn Write) -> Result<()> {
-    // Both files are read before anything else is checked, so a broken file is reported first.
-    let (file_a, file_b) = (record::load(&a.a)?, record::load(&a.b)?);
-    let fa = flow_input('A', &a.a, file_a, a.size_a, a.count_a)?;
-    let fb = flow_input('B', &a.b, file_b, a.size_b, a.count_b)?;
-    let r = share::analyse(&fa, &fb, a.window)?;
-    let backend = overall_backend(&r);
-    let p = if backend == "EMULATED" { "[EMULATED] " } else { "" };
-    for f in &r.flows {
-        let of = f.count.map(|c| format!("/{c}")).unwrap_or_default();
-        let when = if f.finished_first { "finished first" } else { "at that moment" };
-        writeln!(
-            out,
-            "{p}flow {}: {} [{}] {when}: {} B x {}{of} msgs x 8 / {:.6} s = {:.3} Gbps",
-            f.name,
-            f.source,
-            f.backend,
-            f.bytes_per_msg,
-            f.completed_at_cut,
-            f.cut_time_us / 1e6,
-            f.gbps
-        )?;
-        if f.incomplete {
-            writeln!(out, "{p}  note: flow {} stopped before its last message (interrupted run?)", f.name)?;
-        }
-    }
-    writeln!(out, "{p}Jain's fairness index: {:.4} (1 = equal shares, 0.5 = one flow had it all)", r.jain)?;
-    for f in &r.flows {
-        writeln!(out, "{p}latency {} [us]: {}", f.name, f.lat_us.line(""))?;
-    }
-    let wms = r.window_us / 1e3;
-    if r.windows.len() <= 40 {
-        writeln!(out, "{p}throughput over time ({wms} ms windows):")?;
-        writeln!(out, "{p}  {:>10} {:>10} {:>10} {:>8}", "start_ms", "A_gbps", "B_gbps", "jain")?;
-        for w in &r.windows {
-            writeln!(out, "{p}  {:>10.3} {:>10.3} {:>10.3} {:>8.4}", w.start_ms, w.a_gbps, w.b_gbps, w.jain)?;
-        }
-    } else {
-        writeln!(out, "{p}throughput over time: {} windows of {wms} ms (see --csv, --json or --svg)", r.windows.len())?;
-    }
-    if let Some(path) = &a.json {
-        let typed = RdmaShare {
-            schema: RdmaShareSchema,
-            backend: backend.clone(),
-            flows: r.flows.clone(),
-            jain: r.jain,
-            window_us: r.window_us,
-            windows: r.windows.clone(),
-        };
-        write_json(path, &typed)?;
-    }
-    if let Some(path) = &a.csv {
-        let mut c = Csv::create(path, &["start_ms", "end_ms", "a_gbps", "b_gbps", "jain", "backend"])?;
-        for w in &r.windows {
-            c.row(&[
-                format!("{}", w.start_ms),
-                format!("{}", w.end_ms),
-                format!("{:.6}", w.a_gbps),
-                format!("{:.6}", w.b_gbps),
-                format!("{:.6}", w.jain),
-                backend.clone(),
-            ])?;
-        }
-        c.finish()?;
-    }
-    if let Some(path) = &a.svg {
-        let flows: Vec<(String, u64)> = r.flows.iter().map(|f| (f.name.clone(), f.bytes_per_msg)).collect();
-        let windows: Vec<(f64, Vec<f64>)> =
-            r.windows.iter().map(|w| ((w.start_ms + w.end_ms) / 2.0, vec![w.a_gbps, w.b_gbps])).collect();
-        let chart = share_chart(wms, if p.is_empty() { "" } else { backend.as_str() }, &flows, &windows);
-        chart.write(path)?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn windows_parse_with_units() {

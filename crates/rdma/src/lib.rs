@@ -15,7 +15,9 @@
 //! - [`share`]: the two-flow analysis (`schedlab rdma share A.txt B.txt`): each flow's Gbps up to
 //!   the moment the first one finished, throughput over time in windows, latency percentiles,
 //!   Jain's fairness index and an SVG plot;
-//! - [`cli`]: argument parsing and output for `schedlab rdma`.
+//! - [`cli`]: `schedlab rdma`'s argv into plain data and its help text; [`app`]: the commands'
+//!   flow (run, print, write files, exit code).
+pub mod app;
 pub mod backend;
 pub mod bench;
 pub mod cli;

@@ -58,7 +58,7 @@ pub fn main(args: Vec<OsString>) -> Result<i32> {
     outln!("{}", config_line(&args));
     // The named workloads the traffic draws from, with their reading and provenance.
     for w in args.cfg.traffic.workloads() {
-        outln!("{w}");
+        outln!("{}", crate::workload::workload_line(&w));
     }
     let command: Vec<String> = std::env::args().collect();
     let m = crate::repeat::run(&args, &machine, &command, interrupt.flag(), |k, n, rep, why| {

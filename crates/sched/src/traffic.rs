@@ -21,7 +21,7 @@
 use std::path::Path;
 
 use crate::units::{parse_bps, parse_duration, Bps, Nanos};
-use crate::workload::{workload_used, Gaps, LenDist, WorkloadUsed};
+use crate::workload::{workload_used, Gaps, LenDist, Workload};
 
 /// Packet length when an entry gives none.
 pub const DEFAULT_PKT_LEN: u32 = 1500;
@@ -97,8 +97,8 @@ pub struct Traffic {
 impl Traffic {
     /// The named workloads (`dist:w3`) the entries draw from, each once (by how it is read), in
     /// the order of first use.
-    pub fn workloads(&self) -> Vec<WorkloadUsed> {
-        let mut out: Vec<WorkloadUsed> = Vec::new();
+    pub fn workloads(&self) -> Vec<Workload> {
+        let mut out: Vec<Workload> = Vec::new();
         for w in self.programs.iter().flatten().filter_map(|s| s.lengths.as_ref().and_then(workload_used)) {
             if !out.iter().any(|o| o.written == w.written) {
                 out.push(w);
@@ -426,7 +426,10 @@ mod tests {
         }
         let t = parse("1s 1G 1500 dist:w4:interp:1442\n1s 1G 1500 dist:w3\n1s 1G 1500 dist:1-5:1\n", "f", 1).unwrap();
         let used = t.workloads();
-        assert_eq!(used.iter().map(|u| u.written.as_str()).collect::<Vec<_>>(), ["w4:interp:1442", "w3:step:1460"]);
+        assert_eq!(
+            used.iter().map(|u| u.written.as_deref().unwrap_or_default()).collect::<Vec<_>>(),
+            ["w4:interp:1442", "w3:step:1460"]
+        );
         assert_eq!(used[0].bytes_per_packet, Some(1442));
         // W3: 842 sizes in one entry, no cap on the number of parts.
         assert_eq!(schedlab_workload::named("w3").unwrap().points(), 842);

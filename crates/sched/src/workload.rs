@@ -175,22 +175,35 @@ impl serde::Serialize for LenDist {
 }
 
 /// What a result records about a named workload its traffic drew from (the type is the result
-/// kinds' own, in `schedlab_report::results`).
-pub use schedlab_report::results::workload_used::WorkloadUsed;
+/// kinds' own, in `schedlab_report::results`, shared with the simulator's results).
+pub use schedlab_report::results::workload::Workload;
 
 /// The record of `d`, or `None` when `d` is hand-written ranges.
-pub fn workload_used(d: &LenDist) -> Option<WorkloadUsed> {
+pub fn workload_used(d: &LenDist) -> Option<Workload> {
     let t = d.tag()?;
-    Some(WorkloadUsed {
+    Some(Workload {
         name: t.name.clone(),
         reading: t.reading.name().into(),
         bytes_per_packet: t.bytes_per_packet,
         checksum: t.checksum.clone(),
         source: t.source.clone(),
         commit: t.commit.clone(),
+        unit: None,
+        mean_size: None,
         mean_packets: d.mean(),
-        written: d.to_string(),
+        written: Some(d.to_string()),
     })
+}
+
+/// A named workload's line as `sched` and `predict` print it: `workload w3 (step CDF, 1460
+/// B/packet, mean 2.6 packets; fnv1a64:…; github.com/… @ ab09ecb…)`.
+pub fn workload_line(w: &Workload) -> String {
+    let mut out = format!("workload {} ({} CDF", w.name, w.reading);
+    if let Some(b) = w.bytes_per_packet {
+        out.push_str(&format!(", {b} B/packet"));
+    }
+    out.push_str(&format!(", mean {:.4} packets; {}; {} @ {})", w.mean_packets, w.checksum, w.source, w.commit));
+    out
 }
 
 /// How bursts are spaced.
@@ -326,7 +339,9 @@ mod tests {
         assert_ne!(d, LenDist::parse("w2:interp").unwrap());
         let used = workload_used(&d).unwrap();
         assert!(used.checksum.starts_with("fnv1a64:") && used.source.contains("Google_SearchRPC"), "{used:?}");
-        assert!(used.to_string().starts_with("workload w2 (step CDF, 1460 B/packet, mean "), "{used}");
+        let line = workload_line(&used);
+        assert!(line.starts_with("workload w2 (step CDF, 1460 B/packet, mean "), "{line}");
+        assert_eq!((used.written.as_deref(), used.unit.as_deref(), used.mean_size), (Some("w2:step:1460"), None, None));
         assert_eq!(workload_used(&LenDist::parse("report").unwrap()), None);
         let mut rng = client_rng(3, 0);
         let n = 400_000;

@@ -6,7 +6,7 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "bench") {
         args.remove(0);
     }
-    match schedlab_sim::cli::main(args) {
+    match schedlab_sim::app::main(args) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("error: {e:#}");

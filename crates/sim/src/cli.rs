@@ -1,31 +1,23 @@
-//! `schedlab sim` and `schedlab bench`: their command lines into a [`crate::job::Config`] (and
-//! the benchmark's settings), the progress bars, the call into [`crate::job`] and its writers.
+//! `schedlab sim`, `bench` and `workloads`: their command lines into plain data (a [`SimPlan`]
+//! holding the [`crate::job::Config`] and what to print and write, a [`BenchPlan`], a
+//! [`WorkloadsRequest`]) and the help texts; nothing else. [`crate::app`] runs them.
 //!
 //! The §16 listing's flags work as they did (`-a ALPHA` repeatable with −2 = RR′, −1 = RR,
 //! 0 = FIFO, 1e6 = SF; `-t TRAFFIC`; `-q DELAY`; `-m LOW HIGH PERCENT` repeatable), next to
 //! modern ones (`--traffic 50,90,95`, `--alphas RR,10,SF`, `--packets 50M`, `--json`, ...).
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use schedlab_report::export::write_json;
-use schedlab_report::MachineInfo;
 
-use crate::bench::bench;
-use crate::engine::{Arrivals, Control, SimConfig};
-use crate::job;
+use crate::engine::{Arrivals, SimConfig};
 use crate::model::{
     check_traffic, parse_alpha_classes, parse_strategy, parse_time_unit, parse_trace, parse_weights, report_defaults, LengthDist,
     ModelError, Service, Strategy,
 };
-use crate::output::thousands;
-use crate::plot::write_figures;
 /// Counts (`--packets 20M`): the front-end kit's one unit parser.
 pub use schedlab_report::units::parse_count;
 
@@ -154,13 +146,31 @@ struct SimArgs {
 /// file is written). Built by [`parse_sim_args`].
 #[derive(Debug)]
 pub struct SimPlan {
-    args: SimArgs,
     /// One configuration per traffic level (the first replication's seed).
     pub configs: Vec<SimConfig>,
     pub replications: u32,
     pub stats: crate::stats::Options,
     /// Things the user should know (a strategy named twice, a comparison base added), for stderr.
     pub notes: Vec<String>,
+    /// Threads (`--threads`; `None`: every CPU).
+    pub threads: Option<usize>,
+    /// What is printed and written.
+    pub output: SimOutput,
+}
+
+/// What `schedlab sim` prints and writes.
+#[derive(Debug, Clone, Default)]
+pub struct SimOutput {
+    /// How the tables are shown (`--brief`, `--verbose`, `--classic`, the trace's header).
+    pub show: crate::job::Show,
+    /// No progress bar (`--quiet`).
+    pub quiet: bool,
+    /// `--json FILE` (`-`: stdout).
+    pub json: Option<PathBuf>,
+    /// `--csv FILE` (`-`: stdout).
+    pub csv: Option<PathBuf>,
+    /// `--plot DIR`.
+    pub plot: Option<PathBuf>,
 }
 
 /// Why `schedlab sim`'s arguments were refused.
@@ -226,7 +236,15 @@ fn plan(a: SimArgs) -> Result<SimPlan> {
         None => None,
     };
     let stats = crate::stats::Options { warmup, compare, ..Default::default() };
-    Ok(SimPlan { replications: a.replications, configs, stats, notes, args: a })
+    let show = crate::job::Show {
+        brief: a.brief,
+        verbose: a.verbose,
+        classic: a.classic,
+        trace: a.trace.clone(),
+        time_unit: a.time_unit.clone(),
+    };
+    let output = SimOutput { show, quiet: a.quiet, json: a.json, csv: a.csv, plot: a.plot };
+    Ok(SimPlan { replications: a.replications, configs, stats, notes, threads: a.threads, output })
 }
 
 /// Parses the `-a` strategies, keeping the first spelling of each and noting the repeats.
@@ -272,26 +290,93 @@ struct BenchArgs {
     json: Option<PathBuf>,
 }
 
-/// Runs `schedlab sim` or `schedlab bench`; `args[0]` is the command name.
-pub fn main(args: Vec<OsString>) -> Result<i32> {
-    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
-    if cmd == "bench" {
-        return bench_main(args);
-    }
-    if cmd == "workloads" {
-        return workloads_main(&args);
-    }
-    match parse_sim_args(&args) {
-        Ok(p) => sim_main(p),
-        Err(SimArgsError::Usage(e)) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            e.print().ok();
-            Ok(code)
-        }
-        Err(SimArgsError::Invalid(e)) => Err(e),
+/// What `schedlab sim`, `bench` or `workloads` was asked to do: the argv turned into plain data.
+#[derive(Debug)]
+pub enum Command {
+    /// `schedlab sim`.
+    Sim(Box<SimPlan>),
+    /// `schedlab bench`.
+    Bench(BenchPlan),
+    /// `schedlab workloads [NAME]`.
+    Workloads(WorkloadsRequest),
+}
+
+/// `schedlab workloads`'s request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkloadsRequest {
+    /// `-h`/`--help`: print [`WORKLOADS_HELP`].
+    Help,
+    /// Every named workload, one line each.
+    All,
+    /// One workload's table header and packet means.
+    One(String),
+}
+
+/// `schedlab workloads --help`.
+pub const WORKLOADS_HELP: &str =
+    "List the named message-size workloads with their sources and means\n\nUsage: schedlab workloads [NAME]\n\n\
+     With NAME, print that table's header (source, commit, units, caveats) and its packet means.";
+
+/// `schedlab bench`'s settings, validated.
+#[derive(Debug, Clone)]
+pub struct BenchPlan {
+    /// Traffic level, percent.
+    pub traffic: f64,
+    /// Arrival packets per repetition.
+    pub packets: u64,
+    /// Timed repetitions.
+    pub repeat: usize,
+    /// CPU to pin to (every thread count 1); `None`: the last allowed CPU.
+    pub cpu: Option<usize>,
+    /// Thread counts, alternated repetition by repetition.
+    pub threads: Vec<usize>,
+    pub seed: u64,
+    /// `--json FILE`.
+    pub json: Option<PathBuf>,
+}
+
+impl BenchPlan {
+    /// Every thread count is 1: the benchmark is pinned to one CPU.
+    pub fn pinned(&self) -> bool {
+        self.threads.iter().all(|&t| t == 1)
     }
 }
 
+/// Turns `schedlab sim`, `bench` or `workloads`'s argv (`args[0]` is the command name) into a
+/// [`Command`]; nothing runs and nothing is printed (help and usage errors are
+/// [`SimArgsError::Usage`], for the caller to print).
+pub fn parse_command(args: Vec<OsString>) -> Result<Command, SimArgsError> {
+    let cmd = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
+    match cmd.as_str() {
+        "bench" => parse_bench(args).map(Command::Bench),
+        "workloads" => parse_workloads(&args).map(Command::Workloads).map_err(SimArgsError::Invalid),
+        _ => parse_sim_args(&args).map(|p| Command::Sim(Box::new(p))),
+    }
+}
+
+fn parse_bench(args: Vec<OsString>) -> Result<BenchPlan, SimArgsError> {
+    let a = BenchArgs::try_parse_from(args).map_err(SimArgsError::Usage)?;
+    check_traffic(a.traffic).map_err(|e| SimArgsError::Invalid(e.into()))?;
+    let threads: Vec<usize> = a.threads.iter().map(|&t| t as usize).collect();
+    if a.cpu.is_some() && !threads.iter().all(|&t| t == 1) {
+        return Err(SimArgsError::Invalid(anyhow::anyhow!(
+            "--cpu pins one thread; it cannot be combined with --threads above 1"
+        )));
+    }
+    Ok(BenchPlan { traffic: a.traffic, packets: a.packets, repeat: a.repeat, cpu: a.cpu, threads, seed: a.seed, json: a.json })
+}
+
+fn parse_workloads(args: &[OsString]) -> Result<WorkloadsRequest> {
+    let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if rest.iter().any(|a| a == "-h" || a == "--help") {
+        return Ok(WorkloadsRequest::Help);
+    }
+    match rest.as_slice() {
+        [] => Ok(WorkloadsRequest::All),
+        [name] => Ok(WorkloadsRequest::One(name.clone())),
+        _ => bail!("schedlab workloads takes at most one NAME (got {})", rest.join(" ")),
+    }
+}
 /// `schedlab sim`'s (or `schedlab bench`'s) command line parsed into the run's configurations,
 /// without running, printing or exiting (help and usage errors are `Err`); `args[0]` is the command
 /// name. `--dist` and `--trace` files are read (their text parsers are `LengthDist::parse` and
@@ -448,242 +533,8 @@ fn check_in_order(in_order: bool, apps: u32, closed: bool) -> Result<()> {
 
 /// The library's configuration of a parsed `schedlab sim` command line.
 pub fn config(p: &SimPlan) -> crate::job::Config {
-    crate::job::Config {
-        levels: p.configs.clone(),
-        replications: p.replications,
-        stats: p.stats.clone(),
-        threads: p.args.threads,
-    }
+    crate::job::Config { levels: p.configs.clone(), replications: p.replications, stats: p.stats.clone(), threads: p.threads }
 }
-
-fn sim_main(p: SimPlan) -> Result<i32> {
-    for n in &p.notes {
-        eprintln!("schedlab sim: note: {n}");
-    }
-    let cfg = config(&p);
-    let a = &p.args;
-    let controls = job::controls(&cfg);
-    {
-        // The front-end kit's one SIGINT/SIGTERM handler; a second signal exits at once (130).
-        let cs = controls.clone();
-        let woken = schedlab_report::frontend::interrupt().subscribe();
-        std::thread::spawn(move || {
-            if woken.recv().is_ok() {
-                for c in &cs {
-                    c.stop.store(true, Ordering::Relaxed);
-                }
-            }
-        });
-    }
-    let show_progress = !a.quiet && std::io::stderr().is_terminal();
-    let r = job::run_with(&cfg, &controls, |configs, controls, done| {
-        if show_progress {
-            progress(configs, controls, done);
-        }
-    });
-    let show = job::Show {
-        brief: a.brief,
-        verbose: a.verbose,
-        classic: a.classic,
-        trace: a.trace.clone(),
-        time_unit: a.time_unit.clone(),
-    };
-    let out = job::text(&r, &show);
-    // `--json -` / `--csv -`: stdout carries only the export; the tables go to stderr.
-    let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    if dash(&a.json) || dash(&a.csv) {
-        eprint!("{out}");
-    } else {
-        print!("{out}");
-    }
-    for w in &r.warnings() {
-        eprintln!("schedlab sim: warning: {w}");
-    }
-    if let Some(b) = &cfg.stats.compare {
-        if r.stats.iter().any(|s| s.comparison.is_none()) {
-            eprintln!("schedlab sim: note: --compare {}: no comparison where the base did not run", b.label());
-        }
-    }
-    if let Some(p) = &a.json {
-        write_json(p, &job::result(&r, std::env::args().collect(), MachineInfo::collect())?)?;
-    }
-    if let Some(p) = &a.csv {
-        job::write_csv(&r, p)?;
-    }
-    if let Some(dir) = &a.plot {
-        for f in write_figures(dir, r.shown())? {
-            eprintln!("wrote {}", f.display());
-        }
-    }
-    Ok(if r.interrupted { schedlab_report::frontend::exit::INTERRUPTED } else { 0 })
-}
-
-fn progress(configs: &[SimConfig], controls: &[Arc<Control>], done: &AtomicUsize) {
-    use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-    let mp = MultiProgress::new();
-    let style = ProgressStyle::with_template("{prefix:>8} [{bar:40}] {percent:>3}% {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    let bars: Vec<ProgressBar> = configs
-        .iter()
-        .map(|c| {
-            let total = match &c.arrivals {
-                Arrivals::Trace(v) => v.iter().map(|x| u64::from(x.len)).sum(),
-                _ => c.packets,
-            };
-            let b = mp.add(ProgressBar::new(total));
-            b.set_style(style.clone());
-            b.set_prefix(format!("{}%", crate::output::fmt_g(c.traffic)));
-            b
-        })
-        .collect();
-    while done.load(Ordering::Relaxed) < configs.len() {
-        for (b, c) in bars.iter().zip(controls) {
-            b.set_position(c.progress.load(Ordering::Relaxed));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    for b in bars {
-        b.finish_and_clear();
-    }
-}
-
-fn bench_main(args: Vec<OsString>) -> Result<i32> {
-    let a = match BenchArgs::try_parse_from(args) {
-        Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            e.print().ok();
-            return Ok(code);
-        }
-    };
-    check_traffic(a.traffic)?;
-    let threads: Vec<usize> = a.threads.iter().map(|&t| t as usize).collect();
-    let pinned = threads.iter().all(|&t| t == 1);
-    if pinned {
-        let cpu = a.cpu.or_else(|| schedlab_report::machine::online_cpus().last().copied()).unwrap_or(0);
-        schedlab_report::machine::pin_current_thread(cpu).with_context(|| format!("cannot pin the benchmark to CPU {cpu}"))?;
-    } else if a.cpu.is_some() {
-        anyhow::bail!("--cpu pins one thread; it cannot be combined with --threads above 1");
-    }
-    let got = schedlab_report::ThreadInfo::current();
-    let cfg = SimConfig::report(a.traffic, a.packets, a.seed);
-    let rs = bench(&cfg, a.repeat, &threads);
-    println!(
-        "bench: {} strategies in lock step, traffic {}%, {} arrival packets x {} reps, seed {}, {} CPU {:?} (running on {})",
-        cfg.strategies.len(),
-        a.traffic,
-        thousands(a.packets),
-        a.repeat,
-        a.seed,
-        if pinned { "pinned to" } else { "threads allowed on" },
-        got.allowed_cpus,
-        got.cpu
-    );
-    for r in &rs {
-        let tag =
-            if rs.len() > 1 { format!("{} thread{}: ", r.threads, if r.threads == 1 { "" } else { "s" }) } else { String::new() };
-        for (i, s) in r.samples.iter().enumerate() {
-            println!(
-                "  {tag}rep {i}: {:.3} s wall, {:.3} s CPU: {:.2} M arrival packets/s ({:.2} M per CPU-second)",
-                s.wall_s,
-                s.cpu_s,
-                s.rate_pps / 1e6,
-                s.cpu_rate_pps / 1e6
-            );
-        }
-    }
-    for r in &rs {
-        println!(
-            "median, {} thread{}: {:.2} M arrival packets/s wall, {:.2} M per CPU-second ({:.1} M packet-decisions/s over {} lanes); baseline (event loop and RNG only, one thread): {:.2} M/s; ratio {:.3}",
-            r.threads,
-            if r.threads == 1 { "" } else { "s" },
-            r.median_rate_pps / 1e6,
-            r.median_cpu_rate_pps / 1e6,
-            r.median_lane_rate_pps / 1e6,
-            r.strategies,
-            r.baseline_median_rate_pps / 1e6,
-            r.ratio_to_baseline
-        );
-    }
-    for r in rs.iter().skip(1) {
-        println!(
-            "speedup {} vs {} thread{}: {:.2}x (median wall rates; same-run, alternating)",
-            r.threads,
-            rs[0].threads,
-            if rs[0].threads == 1 { "" } else { "s" },
-            r.median_rate_pps / rs[0].median_rate_pps
-        );
-    }
-    if let Some(p) = &a.json {
-        let doc = serde_json::json!({"command": "bench", "machine": MachineInfo::collect(), "thread": got, "result": rs[0], "results": rs});
-        write_json(p, &doc)?;
-    }
-    Ok(0)
-}
-
-/// `schedlab workloads [NAME]`: the named workloads with their provenance and means, or one
-/// workload's table header (its source, units, means and caveats) and packet means.
-fn workloads_main(args: &[OsString]) -> Result<i32> {
-    use schedlab_workload::{all, named, Reading, DEFAULT_BYTES_PER_PACKET};
-    let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
-    if rest.iter().any(|a| a == "-h" || a == "--help") {
-        println!(
-            "List the named message-size workloads with their sources and means\n\nUsage: schedlab workloads [NAME]\n\n\
-             With NAME, print that table's header (source, commit, units, caveats) and its packet means."
-        );
-        return Ok(0);
-    }
-    let mut out = String::new();
-    match rest.as_slice() {
-        [] => {
-            out.push_str(&format!(
-                "{:<19} {:<7} {:>6} {:>6} {:>13} {:>13} {:>10} {:>10}  {:<22} source @ commit\n",
-                "name", "unit", "points", "rule", "step mean", "interp mean", "step pkts", "interp pkts", "checksum"
-            ));
-            for w in all() {
-                let m = |r| w.mean(r);
-                let p = |r| w.packet_mean(r, DEFAULT_BYTES_PER_PACKET);
-                out.push_str(&format!(
-                    "{:<19} {:<7} {:>6} {:>6} {:>13.4} {:>13.4} {:>10.4} {:>10.4}  {:<22} {}/{} @ {}\n",
-                    w.name,
-                    w.unit.name(),
-                    w.points(),
-                    w.default_reading.name(),
-                    m(Reading::Step),
-                    m(Reading::Interpolated),
-                    p(Reading::Step),
-                    p(Reading::Interpolated),
-                    w.checksum_hex(),
-                    w.provenance.repository,
-                    w.provenance.path,
-                    &w.provenance.commit[..12.min(w.provenance.commit.len())]
-                ));
-            }
-            out.push_str(&format!(
-                "(packets: {DEFAULT_BYTES_PER_PACKET} payload bytes per packet for byte tables, --bytes-per-packet to change; \
-                 rule: the source's own reading, --reading to change; W1 includes its analytic tail)\n"
-            ));
-        }
-        [name] => {
-            let w = named(name)?;
-            out.push_str(w.text.lines().take_while(|l| l.starts_with('#')).collect::<Vec<_>>().join("\n").as_str());
-            out.push_str(&format!(
-                "\n\n{}: {}; {} points; checksum {}\nmean packets at {DEFAULT_BYTES_PER_PACKET} B/packet: step {:.4}, interp {:.4}\n",
-                w.name,
-                w.title,
-                w.points(),
-                w.checksum_hex(),
-                w.packet_mean(Reading::Step, DEFAULT_BYTES_PER_PACKET),
-                w.packet_mean(Reading::Interpolated, DEFAULT_BYTES_PER_PACKET)
-            ));
-        }
-        _ => bail!("schedlab workloads takes at most one NAME (got {})", rest.join(" ")),
-    }
-    print!("{out}");
-    Ok(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

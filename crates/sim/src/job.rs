@@ -15,7 +15,7 @@ use schedlab_report::MachineInfo;
 
 use crate::engine::{run_threads, Arrivals, Control, RunResult, SimConfig};
 use crate::model::Service;
-use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, CSV_HEADER};
+use crate::output::{classic_lines, csv_rows, extra_tables, raw_table, thousands, workload_line, CSV_HEADER};
 use crate::replicate::{merge, replications};
 use crate::stats::{analyse, LevelStats, Options};
 
@@ -186,7 +186,7 @@ pub fn text(r: &SimResults, show: &Show) -> String {
         },
     ));
     if let Some(w) = &levels[0].dist.workload {
-        out.push_str(&format!("# {w}\n"));
+        out.push_str(&format!("# {}\n", workload_line(w)));
     }
     for (k, run) in r.shown().iter().enumerate() {
         out.push('\n');

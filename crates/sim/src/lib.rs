@@ -8,13 +8,14 @@
 //! Layers: [`replay`] (one recorded trace through one policy, deterministic service),
 //! [`model`] (validated inputs: length distributions, strategies, traces),
 //! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`output`] (the report's tables, `>>` lines, JSON,
-//! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`](mod@bench) (throughput benchmark), [`cli`] (`schedlab sim`).
+//! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`](mod@bench) (throughput benchmark), [`cli`] (`schedlab sim`'s argv into a plan), [`app`] (the commands' flow: run, print, write, exit code).
 //!
 //! The library face is [`job`]: a [`job::Config`], [`job::run`] returning [`job::SimResults`],
 //! and its writers (text, JSON, CSV); [`cli`] only turns argv into a `Config`.
 //!
 //! Time is measured in *time units*: the mean packet service time (field suffix `_tu`).
 
+pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod engine;

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use schedlab_policy::{Alpha, Dialect, PolicySpec, SpecError};
+use schedlab_report::results::workload::Workload;
 
 /// Why a model description was refused. Messages say what to change.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -58,45 +59,7 @@ pub struct LengthDist {
     cum: Vec<f64>,
     /// The named workload this distribution was read from, with how it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub workload: Option<WorkloadInfo>,
-}
-
-/// What a result records about the named workload it ran (`--workload`): name, reading, bytes
-/// per packet, the table's checksum, its source and commit, and its means.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct WorkloadInfo {
-    pub name: String,
-    /// `step` or `interp`.
-    pub reading: String,
-    /// Payload bytes per packet (byte tables only).
-    pub bytes_per_packet: Option<u32>,
-    pub checksum: String,
-    pub source: String,
-    pub commit: String,
-    /// The table's unit (`bytes` or `packets`) and its mean in that unit under the reading.
-    pub unit: String,
-    pub mean_size: f64,
-    /// Mean length in packets.
-    pub mean_packets: f64,
-}
-
-impl std::fmt::Display for WorkloadInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "workload {} ({} CDF", self.name, self.reading)?;
-        if let Some(b) = self.bytes_per_packet {
-            write!(f, ", {b} B/packet")?;
-        }
-        write!(
-            f,
-            ", mean {} {} = {:.4} packets; {}; {} @ {})",
-            crate::output::fmt_g((self.mean_size * 1e4).round() / 1e4),
-            self.unit,
-            self.mean_packets,
-            self.checksum,
-            self.source,
-            self.commit
-        )
-    }
+    pub workload: Option<Workload>,
 }
 
 impl LengthDist {
@@ -164,16 +127,17 @@ impl LengthDist {
         let ranges = parts.iter().map(|r| LenRange { low: r.low, high: r.high, frac: r.prob / total }).collect();
         let mut d = Self::from_ranges(ranges);
         let tag = w.tag(reading, bpp);
-        d.workload = Some(WorkloadInfo {
+        d.workload = Some(Workload {
             name: tag.name,
             reading: reading.name().into(),
             bytes_per_packet: tag.bytes_per_packet,
             checksum: tag.checksum,
             source: tag.source,
             commit: tag.commit,
-            unit: w.unit.name().into(),
-            mean_size: w.mean(reading),
+            unit: Some(w.unit.name().into()),
+            mean_size: Some(w.mean(reading)),
             mean_packets: d.mean(),
+            written: None,
         });
         Ok(d)
     }

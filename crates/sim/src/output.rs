@@ -2,8 +2,26 @@
 
 use std::fmt::Write as _;
 
+use schedlab_report::results::workload::Workload;
+
 use crate::engine::{RunResult, StrategyResult};
 pub use crate::format::{fmt_g, thousands};
+
+/// The header line of a named workload a simulation ran (`--workload`), as `schedlab sim` prints
+/// it after `# `: `workload w3 (step CDF, 1460 B/packet, mean 53412 bytes = 37.2 packets;
+/// fnv1a64:…; github.com/… @ ab09ecb…)`.
+pub fn workload_line(w: &Workload) -> String {
+    let mut out = format!("workload {} ({} CDF", w.name, w.reading);
+    if let Some(b) = w.bytes_per_packet {
+        let _ = write!(out, ", {b} B/packet");
+    }
+    out.push_str(", mean ");
+    if let (Some(size), Some(unit)) = (w.mean_size, &w.unit) {
+        let _ = write!(out, "{} {unit} = ", fmt_g((size * 1e4).round() / 1e4));
+    }
+    let _ = write!(out, "{:.4} packets; {}; {} @ {})", w.mean_packets, w.checksum, w.source, w.commit);
+    out
+}
 
 fn lengths(r: &RunResult) -> Vec<u32> {
     let mut v: Vec<u32> = r.strategies.iter().flat_map(|s| s.by_len.iter().map(|l| l.len)).collect();

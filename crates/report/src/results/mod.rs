@@ -28,7 +28,7 @@ pub mod semtest;
 pub mod sim;
 pub mod sweep_row;
 pub mod trylock;
-pub mod workload_used;
+pub mod workload;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};

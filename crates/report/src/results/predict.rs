@@ -29,7 +29,7 @@ pub struct Predict {
     pub traffic: String,
     /// The named workloads (`dist:w3`) the traffic file draws from: name, reading, checksum,
     /// source and commit (empty for hand-written lengths).
-    pub workloads: Vec<super::workload_used::WorkloadUsed>,
+    pub workloads: Vec<super::workload::Workload>,
     /// Client threads.
     pub threads: usize,
     /// Each client's ring, packets.
@@ -147,11 +147,21 @@ pub struct Breakdown {
     pub release_to_seen_us: f64,
 }
 
-/// One row of the comparison: one message length (0 = all lengths).
+/// One row of the comparison: one message length (0 = all lengths), or one size bucket.
+///
+/// Rule: with at most 64 distinct lengths among the compared messages there is one row per
+/// length (`bucket` absent); with more (a named workload such as `dist:w3`), one row per size
+/// bucket by the compared messages' own size percentiles (deciles, then 99% and 99.9%, as `sim`
+/// buckets), `len_pkts` the bucket's longest length and `bucket` its range. The last row is all
+/// messages together either way.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompareRow {
+    /// The message length, packets; a bucket's longest length; 0 for all messages together.
     pub len_pkts: u32,
+    /// The size bucket this row holds (absent for a single length and for all messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<LenBucket>,
     pub count: usize,
     /// Queueing latency (arrival to the release of the last packet) on the harness.
     pub measured: Lat,
@@ -162,6 +172,18 @@ pub struct CompareRow {
     #[schemars(with = "super::NullableF64")]
     pub ratio_mean: f64,
     pub breakdown: Breakdown,
+}
+
+/// A size bucket of a comparison: lengths `low..=high` packets, holding the messages between the
+/// `pct_low` and `pct_high` size percentiles (fractions of the compared messages with a shorter
+/// length, and with one no longer).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LenBucket {
+    pub low: u32,
+    pub high: u32,
+    pub pct_low: f64,
+    pub pct_high: f64,
 }
 
 /// The harness's release sequence against the simulator's from the same arrivals.

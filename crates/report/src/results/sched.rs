@@ -27,7 +27,7 @@ pub struct Sched {
     pub traffic: String,
     /// The named workloads (`dist:w3`) the traffic file draws from: name, reading, checksum,
     /// source and commit (empty for hand-written lengths).
-    pub workloads: Vec<super::workload_used::WorkloadUsed>,
+    pub workloads: Vec<super::workload::Workload>,
     pub seed: u64,
     /// Client threads (`-t`).
     pub threads: usize,

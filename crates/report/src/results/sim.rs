@@ -77,7 +77,7 @@ pub struct LengthDistribution {
     pub ranges: Vec<LengthRange>,
     /// The named workload (`--workload`) the ranges were read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<SimWorkload>,
+    pub workload: Option<super::workload::Workload>,
 }
 
 /// Lengths `low..=high` packets, uniform, with probability `frac`.
@@ -89,30 +89,6 @@ pub struct LengthRange {
     #[serde(deserialize_with = "super::nan_or_number")]
     #[schemars(with = "super::NullableF64")]
     pub frac: f64,
-}
-
-/// A named workload a simulation ran: name, reading, bytes per packet, the table's checksum,
-/// source and commit, and its means.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SimWorkload {
-    pub name: String,
-    /// `step` or `interp`.
-    pub reading: String,
-    /// Payload bytes per packet (byte tables only).
-    pub bytes_per_packet: Option<u32>,
-    pub checksum: String,
-    pub source: String,
-    pub commit: String,
-    /// The table's unit (`bytes` or `packets`); `mean_size` is in it.
-    pub unit: String,
-    #[serde(deserialize_with = "super::nan_or_number")]
-    #[schemars(with = "super::NullableF64")]
-    pub mean_size: f64,
-    /// Mean length, packets.
-    #[serde(deserialize_with = "super::nan_or_number")]
-    #[schemars(with = "super::NullableF64")]
-    pub mean_packets: f64,
 }
 
 /// One replication's seed and its runs, one per traffic level.
@@ -160,7 +136,7 @@ pub struct Run {
     pub in_order: bool,
     /// The named workload the lengths came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<SimWorkload>,
+    pub workload: Option<super::workload::Workload>,
 }
 
 /// One strategy's results in one run.

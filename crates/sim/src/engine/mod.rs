@@ -47,7 +47,10 @@ use std::sync::Arc;
 use crate::model::{report_defaults, AlphaClass, LengthDist, Service, Strategy, TraceArrival};
 
 pub use run::{run, run_threads};
-pub use statistics::{ci95, t975, AlphaChosen, Checkpoint, ClassLen, LatStats, RunResult, StrategyResult};
+pub use statistics::{
+    ci95, empirical_buckets, t975, AlphaChosen, Bucket, Checkpoint, ClassLen, LatStats, RunResult, StrategyResult, BUCKET_EDGES,
+    MAX_LENGTH_COLUMNS,
+};
 
 /// Shared progress and cancellation for a run.
 #[derive(Debug, Default)]

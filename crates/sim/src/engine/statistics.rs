@@ -82,10 +82,7 @@ impl Keys {
                 if d.len() <= MAX_LENGTH_COLUMNS && d.last().is_some_and(|&m| m <= 100_000) {
                     return Keys::Lengths;
                 }
-                let n = l.len() as f64;
-                let cdf = |x: u32| l.partition_point(|&y| y <= x) as f64 / n;
-                let q = |p: f64| l[((p * n).ceil() as usize).clamp(1, l.len()) - 1];
-                Keys::Buckets(buckets(cdf, q))
+                Keys::Buckets(empirical_buckets(&l))
             }
             _ => {
                 let d = &cfg.dist;
@@ -110,6 +107,19 @@ impl Keys {
 #[inline(always)]
 fn bucket_of(b: &[Bucket], len: u32) -> usize {
     b.partition_point(|x| x.high < len).min(b.len() - 1)
+}
+
+/// Buckets of a sample of lengths (sorted, not empty) by its own size percentiles at
+/// [`BUCKET_EDGES`]: the rule a `--trace` run of the simulator uses, and `predict` for the
+/// messages it compares.
+pub fn empirical_buckets(sorted: &[u32]) -> Vec<Bucket> {
+    if sorted.is_empty() {
+        return Vec::new();
+    }
+    let n = sorted.len() as f64;
+    let cdf = |x: u32| sorted.partition_point(|&y| y <= x) as f64 / n;
+    let q = |p: f64| sorted[((p * n).ceil() as usize).clamp(1, sorted.len()) - 1];
+    buckets(cdf, q)
 }
 
 /// Buckets from a CDF and its quantile function.
@@ -204,7 +214,7 @@ pub struct RunResult {
     /// The named workload the lengths came from (`--workload`): name, reading, bytes per
     /// packet, checksum, source and commit.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub workload: Option<crate::model::WorkloadInfo>,
+    pub workload: Option<schedlab_report::results::workload::Workload>,
 }
 
 /// Latency accumulator for one message length (or one class) of one strategy.
