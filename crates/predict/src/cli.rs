@@ -197,7 +197,8 @@ mod tests {
         let rr = o.harness(&o.algs[3]);
         assert_eq!(rr.alg, PolicySpec::Drr, "rr is DRR, as -alg rr");
         assert_eq!(rr.flows.len(), 1);
-        let all = p("-b 1G --algs fifo,mrr,rr',alpha:10,sf,track:1:100,track-insert:1:100,prio,drr,wf2qp,qfq,qfq+").unwrap().unwrap();
+        let all =
+            p("-b 1G --algs fifo,mrr,rr',alpha:10,sf,track:1:100,track-insert:1:100,prio,drr,wf2qp,qfq,qfq+").unwrap().unwrap();
         assert_eq!(all.config.algs, PolicySpec::examples());
         assert!(p("--help").unwrap().is_none());
     }
