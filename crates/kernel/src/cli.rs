@@ -279,7 +279,7 @@ fn parse_qdisc(args: &[String]) -> Result<Option<QdiscArgs>> {
     }
     let file = file.context("-f TRAFFIC is required (the schedlab sched traffic file)")?;
     let link = link.context("-b BW is required (the bottleneck rate, e.g. 5M)")?;
-    let link_bps = schedlab_sched::units::parse_bps(&link).map_err(|e| anyhow::anyhow!("-b '{link}': {e}"))?.0;
+    let link_bps = schedlab_report::units::parse_bps(&link).map_err(|e| anyhow::anyhow!("-b '{link}': {e}"))?.0;
     let alg = alg.context("-alg NAME is required after -- (fifo, drr, qfq, prio, fq, fq_codel)")?;
     let flowsets = flowsets.unwrap_or_else(|| format!("1:1500:{threads}"));
     let flows = parse_flowsets(&flowsets)?;
