@@ -1,6 +1,8 @@
-//! `schedlab`: one binary, one subcommand per layer. This crate only dispatches; each command's
-//! parsing and work live in its own crate (`schedlab-sim`, `-sched`, `-prims`, `-echo`, `-rdma`),
-//! so the seeds' own command lines (single-dash long options, positional forms) are parsed there.
+//! `schedlab`: one binary, one subcommand per layer. This crate only dispatches, to each command
+//! crate's `app::main` (`schedlab-sim`, `-sched`, `-predict`, `-prims`, `-echo`, `-rdma`, `-sweep`,
+//! `-kernel`, `-report`): its `cli.rs` turns argv into the command's configuration (the seeds' own
+//! command lines, single-dash long options and positional forms, are parsed there) and its
+//! `app.rs` runs it and writes the results.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -44,7 +46,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> anyhow::Result<i32> {
         c if c.starts_with("echo-") => schedlab_echo::app::main(args),
         "rdma" => schedlab_rdma::app::main(args),
         "sweep" => schedlab_sweep::app::main(args),
-        "report" => schedlab_report::page::cli::main(args),
+        "report" => schedlab_report::page::app::main(args),
         "vm" => schedlab_kernel::app::vm_main(args),
         "qdisc" => schedlab_kernel::app::qdisc_main(args),
         other => {

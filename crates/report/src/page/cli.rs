@@ -1,16 +1,10 @@
-//! `schedlab report RESULTS... -o report.html`.
+//! `schedlab report RESULTS... -o report.html`: argv into [`Opts`] (the flow is in [`super::app`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
-
-use super::input::{read, Input};
-use super::sections::{render, typed_error, unsupported};
-use super::{write_atomic, Page};
-use crate::frontend::exit;
-
-const HELP: &str = "\
+/// The help text (printed by [`super::app::main`]).
+pub const HELP: &str = "\
 schedlab report — one self-contained web page (inline SVG and CSS, no scripts) from schedlab results
 
 Usage: schedlab report [OPTIONS] RESULTS... -o report.html
@@ -36,15 +30,17 @@ Example:
   schedlab sim -t 50,95 --json sim.json && schedlab report sim.json -o report.html
 ";
 
+/// What `schedlab report` was asked to do.
 #[derive(Debug)]
-struct Opts {
-    out: PathBuf,
-    title: String,
-    allow_unsupported: bool,
-    inputs: Vec<PathBuf>,
+pub struct Opts {
+    pub out: PathBuf,
+    pub title: String,
+    pub allow_unsupported: bool,
+    pub inputs: Vec<PathBuf>,
 }
 
-fn parse(args: &[OsString]) -> Result<Option<Opts>, String> {
+/// Parses `args` (`args[0]` is the command's name); `None` for `--help`, `Err` for a usage error.
+pub fn parse(args: &[OsString]) -> Result<Option<Opts>, String> {
     let mut out = None;
     let mut title = "schedlab results".to_string();
     let mut allow_unsupported = false;
@@ -74,49 +70,6 @@ fn parse(args: &[OsString]) -> Result<Option<Opts>, String> {
         return Err("no result files given".into());
     }
     Ok(Some(Opts { out, title, allow_unsupported, inputs }))
-}
-
-/// Builds the page from the result files: every file is read and checked before anything is
-/// written, so an error never leaves a page (or half of one) behind.
-pub fn build(paths: &[PathBuf], title: &str, allow_unsupported: bool) -> Result<Page> {
-    let mut sections = Vec::new();
-    for p in paths {
-        let input: Input = read(p)?;
-        match input.kind.clone() {
-            Ok(kind) => match typed_error(&input, kind) {
-                Some(why) if !allow_unsupported => {
-                    bail!("{}: {why} (--allow-unsupported shows it as a section with this warning instead)", input.file.display())
-                }
-                _ => sections.push(render(&input, kind)),
-            },
-            Err(why) if allow_unsupported => sections.push(unsupported(&input, &why)),
-            Err(why) => {
-                bail!("{}: unsupported result: {why} (--allow-unsupported shows it as a section instead)", input.file.display())
-            }
-        }
-    }
-    Ok(Page { title: title.to_string(), sections })
-}
-
-/// The command: `args[0]` is the command's name.
-pub fn main(args: Vec<OsString>) -> Result<i32> {
-    let o = match parse(&args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            print!("{HELP}");
-            return Ok(exit::OK);
-        }
-        Err(e) => {
-            eprintln!("schedlab report: {e}\n\n{HELP}");
-            return Ok(exit::USAGE);
-        }
-    };
-    let page = build(&o.inputs, &o.title, o.allow_unsupported)?;
-    let html = page.html();
-    write_atomic(&o.out, &html)?;
-    let figures: usize = page.sections.iter().map(|s| s.figures()).sum();
-    eprintln!("wrote {} ({} results, {} figures, {} bytes)", o.out.display(), page.sections.len(), figures, html.len());
-    Ok(exit::OK)
 }
 
 #[cfg(test)]

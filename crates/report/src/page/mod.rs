@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 
 use crate::plot::esc;
 
+pub mod app;
 pub mod cli;
 pub mod input;
 pub mod kernel;
