@@ -41,9 +41,11 @@ def _run(args: list[str], timeout: float = 90) -> str:
 
 
 def _ray_processes(tmp: str) -> dict[int, str]:
-    """This test's Ray processes: those whose command line names its temp folder or whose
-    environment has its own HOME (every process the test's `ray start` spawned inherits it).
-    A user's own Ray processes match neither and are left alone."""
+    """This test's Ray processes: those whose command line names its temp folder, whose
+    environment has its own HOME (every process the test's `ray start` spawned inherits it), or
+    which hold a file open under its temp folder (Ray's agents rename themselves, `ray::...`, which
+    can overwrite the command line and environment /proc shows, but they keep their logs there
+    open). A user's own Ray processes match none and are left alone."""
     home = f"HOME={os.path.join(tmp, 'home')}".encode()
     out = {}
     for d in Path("/proc").iterdir():
@@ -56,9 +58,24 @@ def _ray_processes(tmp: str) -> dict[int, str]:
             continue
         if "pytest" in cmd:
             continue
-        if tmp in cmd or home in env:
+        if tmp in cmd or home in env or _holds_open(d, tmp):
             out[int(d.name)] = cmd[:120]
     return out
+
+
+def _holds_open(proc: Path, folder: str) -> bool:
+    """Whether the process has a file open under `folder` (deleted files included)."""
+    try:
+        fds = list((proc / "fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if folder in os.readlink(fd):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _stop_ours(tmp: str) -> None:
