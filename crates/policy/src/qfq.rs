@@ -105,6 +105,36 @@ struct Group {
     slots: [u32; SLOTS],
 }
 
+/// One QFQ+ aggregate: flows of one weight and maximum length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aggregate {
+    pub weight: u32,
+    pub max_len: u32,
+    /// Its configured flows (what it weighs: `weight × flows`).
+    pub flows: u32,
+}
+
+/// QFQ+'s aggregates for `flows` (weights and lengths taken as at least 1): each flow joins the
+/// first aggregate of its weight and maximum length holding fewer than `max_agg` flows, or opens a
+/// new one (Linux's `qfq_find_agg`, classes created in flow order). Returns the aggregates in order
+/// of creation and each flow's aggregate.
+pub fn aggregates(flows: &[FlowWeight], max_agg: u32) -> (Vec<Aggregate>, Vec<u32>) {
+    let max_agg = max_agg.max(1);
+    let mut aggs: Vec<Aggregate> = Vec::new();
+    let mut agg_of = Vec::with_capacity(flows.len());
+    for f in flows {
+        let (weight, max_len) = (f.weight.max(1), f.max_len.max(1));
+        let found = aggs.iter().position(|a| a.weight == weight && a.max_len == max_len && a.flows < max_agg);
+        let a = found.unwrap_or_else(|| {
+            aggs.push(Aggregate { weight, max_len, flows: 0 });
+            aggs.len() - 1
+        });
+        aggs[a].flows += 1;
+        agg_of.push(a as u32);
+    }
+    (aggs, agg_of)
+}
+
 /// Quick Fair Queueing over configured flows; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Qfq<T> {
@@ -134,22 +164,11 @@ impl<T: Copy> Qfq<T> {
     pub fn with_aggregates(flows: &[FlowWeight], max_agg: u32) -> Self {
         let max_agg = max_agg.max(1);
         let wsum: u64 = flows.iter().map(|f| u64::from(f.weight.max(1))).sum::<u64>().max(1);
-        // (weight, max_len, members) per aggregate, in order of creation.
-        let mut aggs: Vec<(u32, u32, u32)> = Vec::new();
-        let mut class_of = Vec::with_capacity(flows.len());
-        for f in flows {
-            let (w, l) = (f.weight.max(1), f.max_len.max(1));
-            let found = aggs.iter().position(|&(aw, al, n)| aw == w && al == l && n < max_agg);
-            let a = found.unwrap_or_else(|| {
-                aggs.push((w, l, 0));
-                aggs.len() - 1
-            });
-            aggs[a].2 += 1;
-            class_of.push(a as u32);
-        }
+        let (aggs, class_of) = aggregates(flows, max_agg);
         let classes = aggs
             .iter()
-            .map(|&(w, l, n)| {
+            .map(|a| {
+                let (w, l, n) = (a.weight, a.max_len, a.flows);
                 // Linux's qfq_update_agg: weight = class weight x classes, budget = classes x lmax.
                 let inv_w = ONE_FP / (u64::from(w) * u64::from(n));
                 let budget = l.saturating_mul(n);

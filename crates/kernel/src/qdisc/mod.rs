@@ -184,25 +184,12 @@ pub fn qfq_aggregates_merge(plan: &Plan) -> bool {
 /// Linux's aggregates for the plan's flows: (class weight, configured classes) per aggregate, and
 /// each flow's aggregate.
 fn qfq_aggregates(plan: &Plan) -> (Vec<(u32, usize)>, Vec<usize>) {
-    let per_agg = plan.qfq_agg_classes.max(1) as usize;
-    // Aggregate of each flow: consecutive classes of one (lmax, weight) fill an aggregate in turn.
-    let mut filling: std::collections::HashMap<(u32, u32), (usize, usize)> = std::collections::HashMap::new();
-    let mut aggs: Vec<(u32, usize)> = Vec::new(); // (class weight, configured classes)
-    let mut agg_of = Vec::with_capacity(plan.flows.len());
-    for f in &plan.flows {
-        let key = (f.max_len, f.weight);
-        let slot = match filling.get(&key) {
-            Some(&(a, n)) if n < per_agg => (a, n + 1),
-            _ => {
-                aggs.push((f.weight, 0));
-                (aggs.len() - 1, 1)
-            }
-        };
-        filling.insert(key, slot);
-        aggs[slot.0].1 = slot.1;
-        agg_of.push(slot.0);
-    }
-    (aggs, agg_of)
+    // The policy crate's QFQ+ forms them as Linux does (consecutive classes of one lmax and weight
+    // fill an aggregate in turn); the same function builds the model's aggregates.
+    let flows: Vec<schedlab_policy::FlowWeight> =
+        plan.flows.iter().map(|f| schedlab_policy::FlowWeight::new(f.weight, f.max_len)).collect();
+    let (aggs, agg_of) = schedlab_policy::qfq::aggregates(&flows, plan.qfq_agg_classes);
+    (aggs.iter().map(|a| (a.weight, a.flows as usize)).collect(), agg_of.iter().map(|&a| a as usize).collect())
 }
 
 /// Smallest and largest packet the kernel path can carry: Ethernet + IPv4 + UDP headers (42 bytes)
