@@ -55,9 +55,7 @@ fn client_poll(prod: &mut Producer, now: u64, budget: u64, dropped: &mut u64) ->
     prod.consume(n, false, |c| *dropped += u64::from(c.dropped));
     let mut pushed = 0;
     while prod.space() >= BURST && pushed + BURST <= budget {
-        for _ in 0..BURST {
-            prod.push(1, LEN, now);
-        }
+        prod.push_singles(BURST as u32, LEN, now);
         pushed += BURST;
     }
     prod.flush();

@@ -17,9 +17,13 @@
 //!   reads whole lines the client has finished with instead of polling the line the client is
 //!   writing (which would move that line between the CPUs at every packet, twice); the scheduler
 //!   keeps a private copy and reloads it only once it has taken everything up to it;
+//! - `head`: the count of packets the scheduler has released in position order, alone in its own
+//!   line (the original's `s_head`). The scheduler stores it once per pass
+//!   ([`Consumer::publish`]), not per packet, and the client loads it once per poll: a batch of
+//!   in-order releases moves one line between the CPUs;
 //! - `done`: one 8-byte mark per slot, written by the scheduler, read by the client: eight marks
-//!   per line (the original's `s_head`, but per slot, because message policies may release a
-//!   client's messages out of order);
+//!   per line, stored only for a packet `head` cannot cover when it is released: one released
+//!   out of order (message policies may release a client's later message first) or dropped;
 //! - `sch`: 16 bytes of scheduler stamps per slot (`sch_enq`, `sch_deq`). The client reads them
 //!   only while it records timestamps, so when it does not their lines never leave the
 //!   scheduler's cache.
@@ -32,8 +36,13 @@
 //! - The client writes the entries of a message, then (at once, or at a later [`Producer::flush`]
 //!   or line completion) stores `tail` past them (Release); the scheduler, at its cursor `pos`,
 //!   sees the packet when `tail > pos` (Acquire). `tail` only ever covers whole messages.
-//! - `done`: the scheduler stores `(pos + 1) << 1 | dropped` (Release) after writing its stamps
-//!   into `sch`; the client sees the mark when `done >> 1 == pos + 1` (Acquire).
+//! - Releases: the scheduler keeps `next`, the first position not yet released. A packet
+//!   released at `next` and not dropped only moves `next`; any other release stores
+//!   `done = (pos + 1) << 1 | dropped` (Release) after writing its stamps into `sch`, and `next`
+//!   then passes every position that has such a mark of its own. [`Consumer::publish`] stores
+//!   `head = next` (Release). The client sees position `pos` released when `head > pos`
+//!   (Acquire), or when `done >> 1 == pos + 1` (Acquire); it was dropped iff its `done` is
+//!   `(pos + 1) << 1 | 1` (below `head` that mark, if any, was stored before `head`).
 //! - Positions grow forever (u64), so a mark from an earlier lap can never be mistaken for the
 //!   current one (no ABA).
 //! - Messages: a multi-packet message occupies consecutive positions; its first slot holds the
@@ -43,9 +52,10 @@
 //!   that index is not reused while the message is in flight.
 //!
 //! ## Who touches the data
-//! Between `tail` publication and the `done` mark of a position, the scheduler reads the slot's
-//! entry and writes its `sch` stamps; outside that window only the client touches both (the
-//! client also reads its own entries at any time: both sides only read them in the window).
+//! Between `tail` publication and the release of a position (`head` past it, or its `done`
+//! mark), the scheduler reads the slot's entry and writes its `sch` stamps; outside that window
+//! only the client touches both (the client also reads its own entries at any time, e.g. a
+//! message's length when it frees the slots: both sides only read them in the window).
 //! The two windows are ordered by the Release/Acquire pairs above, so there is no data race. The
 //! loom model in `tests` checks exactly this (`cargo test -p schedlab-sched --features loom --lib
 //! ring`).
@@ -135,16 +145,52 @@ struct SchedData {
 struct Ring {
     /// Packets published by the client (positions below it are readable by the scheduler).
     tail: Padded<AtomicU64>,
+    /// Packets released in position order by the scheduler: every position below it is released
+    /// (its own mark in `done` says whether it was dropped; no mark of its lap: sent).
+    head: Padded<AtomicU64>,
+    /// `slots - 1`: every array below holds `slots` entries (`ent` in lines of [`PER_LINE`]).
+    mask: u64,
     ent: Box<[Line]>,
     sch: Box<[Cell<SchedData>]>,
     done: Box<[AtomicU64]>,
 }
 
 impl Ring {
+    /// The client entry of position `pos`.
     #[inline(always)]
-    fn entry(&self, idx: usize) -> &Cell<ClientData> {
-        &self.ent[idx / PER_LINE as usize].0[idx % PER_LINE as usize]
+    fn entry(&self, pos: u64) -> &Cell<ClientData> {
+        let idx = (pos & self.mask) as usize;
+        debug_assert!(idx / (PER_LINE as usize) < self.ent.len());
+        // SAFETY: `idx <= mask` and `ent` holds `(mask + 1) / PER_LINE` whole lines (`channel`
+        // builds every array from the same `slots`, a power of two of at least `PER_LINE`).
+        unsafe { self.ent.get_unchecked(idx / PER_LINE as usize).0.get_unchecked(idx % PER_LINE as usize) }
     }
+    /// The scheduler's mark of position `pos`.
+    #[inline(always)]
+    fn done(&self, pos: u64) -> &AtomicU64 {
+        let idx = (pos & self.mask) as usize;
+        debug_assert!(idx < self.done.len());
+        // SAFETY: `idx <= mask` and `done` holds `mask + 1` marks (`channel`).
+        unsafe { self.done.get_unchecked(idx) }
+    }
+    /// The scheduler's stamps of position `pos`.
+    #[inline(always)]
+    fn sch(&self, pos: u64) -> &Cell<SchedData> {
+        let idx = (pos & self.mask) as usize;
+        debug_assert!(idx < self.sch.len());
+        // SAFETY: `idx <= mask` and `sch` holds `mask + 1` entries (`channel`).
+        unsafe { self.sch.get_unchecked(idx) }
+    }
+}
+
+/// `v[pos & mask]` for a side's private per-slot array of `mask + 1` entries.
+#[inline(always)]
+fn slot_mut<T>(v: &mut [T], mask: u64, pos: u64) -> &mut T {
+    let idx = (pos & mask) as usize;
+    debug_assert!(idx < v.len());
+    // SAFETY: callers pass the ring's `mask` and an array of `mask + 1` entries (`channel`
+    // allocates `progress` and `counted` with `slots` entries), so `idx < v.len()`.
+    unsafe { v.get_unchecked_mut(idx) }
 }
 
 // SAFETY: the `Cell`s are only accessed following the protocol in the module documentation: each
@@ -196,6 +242,8 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
     let line = || Line(std::array::from_fn(|_| Cell::new(ClientData::default())));
     let ring = Arc::new(Ring {
         tail: Padded(AtomicU64::new(0)),
+        head: Padded(AtomicU64::new(0)),
+        mask: slots as u64 - 1,
         ent: (0..slots / PER_LINE as usize).map(|_| line()).collect(),
         sch: (0..slots).map(|_| Cell::new(SchedData::default())).collect(),
         done: (0..slots).map(|_| AtomicU64::new(0)).collect(),
@@ -210,7 +258,10 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             published: 0,
             seen: 0,
             free: 0,
-            msg_len: vec![0; slots].into_boxed_slice(),
+            multi: 0,
+            swept: 0,
+            write_prefetched: 0,
+            prefetchw: has_prefetchw(),
             counted: vec![false; slots].into_boxed_slice(),
         },
         Consumer {
@@ -218,9 +269,11 @@ pub fn channel(capacity: usize) -> (Producer, Consumer) {
             mask,
             cons: 0,
             tail: 0,
+            next: 0,
+            head: 0,
+            out_of_order: 0,
             progress: vec![0; slots].into_boxed_slice(),
             prefetched: 0,
-            prefetchw: has_prefetchw(),
             stamps: true,
         },
     )
@@ -240,8 +293,17 @@ pub struct Producer {
     seen: u64,
     /// First position not yet freed (slots below it may be refilled).
     free: u64,
-    /// Client-private: message length by first slot index.
-    msg_len: Box<[u32]>,
+    /// Messages of several packets pushed and not yet freed (while 0, every slot below `seen`
+    /// can be freed at once, without reading the messages' lengths).
+    multi: u64,
+    /// Slots flagged in `counted` (while 0, `counted` is not read).
+    swept: u64,
+    /// The lines of entries below this position have been prefetched for writing.
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
+    write_prefetched: u64,
+    /// The CPU has `prefetchw` (prefetch for writing).
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
+    prefetchw: bool,
     /// Client-private: slot counted out of order by [`Producer::sweep`].
     counted: Box<[bool]>,
 }
@@ -281,7 +343,7 @@ impl Producer {
             return false;
         }
         let first = self.prod;
-        self.msg_len[(first & self.mask) as usize] = packets;
+        self.prefetch_for_writing();
         for k in 0..u64::from(packets) {
             let pos = first + k;
             let msg_len = if k == 0 { packets } else { 0 };
@@ -289,13 +351,74 @@ impl Producer {
             // the slots are at least `cap`) was released and its mark seen (`free` only passes
             // fully released messages): the scheduler does not read this entry until we publish
             // a `tail` past it.
-            self.ring.entry((pos & self.mask) as usize).with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len } });
+            self.ring.entry(pos).with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len } });
         }
         self.prod = first + u64::from(packets);
-        if packets > 1 || self.prod.is_multiple_of(PER_LINE) {
+        if packets > 1 {
+            self.multi += 1;
+            self.flush();
+        } else if self.prod.is_multiple_of(PER_LINE) {
             self.flush();
         }
         true
+    }
+
+    /// Pushes `count` one-packet messages of `len` bytes stamped `now` (a burst of single
+    /// packets: one space check, one publication). Returns false (pushing nothing) when they do
+    /// not all fit.
+    ///
+    /// They become visible to the scheduler up to the last line of entries they complete (one
+    /// store of `tail`); the rest of a line at the next completion or [`Producer::flush`], as
+    /// with [`Producer::push`].
+    ///
+    /// # Panics
+    /// If `len` exceeds [`MAX_LEN`].
+    #[inline]
+    pub fn push_singles(&mut self, count: u32, len: u32, now: u64) -> bool {
+        assert!(len <= MAX_LEN, "packet length {len} exceeds {MAX_LEN}");
+        if count == 0 || u64::from(count) > self.space() {
+            return false;
+        }
+        let first = self.prod;
+        let end = first + u64::from(count);
+        self.prefetch_for_writing();
+        for pos in first..end {
+            // SAFETY: as in `push`: `pos < free + cap`, so the scheduler is done with this slot
+            // and does not read it again until a `tail` past it is published.
+            self.ring.entry(pos).with_mut(|p| unsafe { *p = ClientData { cli_enq: now, len, msg_len: 1 } });
+        }
+        self.prod = end;
+        // Up to the last completed line (every position is a message boundary here; the
+        // messages of several packets before these were published whole when pushed).
+        let line_end = end & !(PER_LINE - 1);
+        if line_end > self.published {
+            self.published = line_end;
+            self.ring.tail.0.store(line_end, Ordering::Release);
+        }
+        true
+    }
+
+    /// Asks for the lines of entries of the free slots ahead of `prod` (up to 64 positions) in
+    /// the exclusive state, each line once: the scheduler read them last, so each store to them
+    /// needs the line back from the scheduler's CPU, and without this the pushes wait for those
+    /// transfers one line after the other.
+    #[inline]
+    fn prefetch_for_writing(&mut self) {
+        #[cfg(all(target_arch = "x86_64", not(miri), not(feature = "loom")))]
+        if self.prefetchw {
+            let end = (self.free + self.cap).min(self.prod + 64) & !(PER_LINE - 1);
+            let mut pos = self.write_prefetched.max(self.prod & !(PER_LINE - 1));
+            while pos < end {
+                let line = self.ring.entry(pos);
+                // SAFETY: `prefetchw` is a hint that accesses no memory (this address is a live
+                // line of the ring, of free slots); `prefetchw` was found in CPUID (`channel`).
+                unsafe {
+                    core::arch::asm!("prefetchw [{0}]", in(reg) (line as *const Cell<ClientData>), options(nostack, preserves_flags, readonly))
+                };
+                pos += PER_LINE;
+            }
+            self.write_prefetched = self.write_prefetched.max(end);
+        }
     }
 
     /// Makes every pushed packet visible to the scheduler (one store, only if some are not).
@@ -312,33 +435,48 @@ impl Producer {
         self.prod - self.published
     }
 
-    /// True when the packet at `pos` (not yet counted) has been released.
+    /// True when the packet at `pos` (not yet counted, at or past `head`) has its own mark.
     #[inline]
     fn marked(&self, pos: u64) -> bool {
+        (self.swept > 0 && *self.counted_at(pos)) || self.ring.done(pos).load(Ordering::Acquire) >> 1 == pos + 1
+    }
+
+    #[inline(always)]
+    fn counted_at(&self, pos: u64) -> &bool {
         let idx = (pos & self.mask) as usize;
-        self.counted[idx] || self.ring.done[idx].load(Ordering::Acquire) >> 1 == pos + 1
+        debug_assert!(idx < self.counted.len());
+        // SAFETY: `counted` holds `mask + 1` flags (`channel`).
+        unsafe { self.counted.get_unchecked(idx) }
     }
 
     /// True when the next packet in position order has been released (a cheap peek).
     #[inline]
     pub fn has_mark(&self) -> bool {
-        self.seen < self.prod && self.marked(self.seen)
+        self.seen < self.prod && (self.ring.head.0.load(Ordering::Acquire) > self.seen || self.marked(self.seen))
     }
 
     /// How many packets, in position order from the first uncounted one, have been released
     /// (at most `max`). Only looks: [`Producer::consume`] counts them. A caller that reads its
     /// clock after this call knows every one of them was marked before that read.
     ///
-    /// The lines of marks for (up to 64 of) the packets in flight are prefetched first, so that
-    /// after a long interval between polls (`-c`) their transfers from the scheduler's CPU overlap.
+    /// One load of the scheduler's `head` covers every packet it released in position order;
+    /// beyond it, each packet's own mark is read (packets released out of order, or dropped).
+    /// The lines of those marks for (up to 64 of) the packets in flight past `head` are
+    /// prefetched first, so that their transfers from the scheduler's CPU overlap.
     #[inline]
     pub fn marks(&self, max: u64) -> u64 {
+        let head = self.ring.head.0.load(Ordering::Acquire).min(self.prod);
+        let mut n = head.saturating_sub(self.seen).min(max);
+        if n == max || self.seen + n >= self.prod {
+            return n;
+        }
         #[cfg(all(target_arch = "x86_64", not(miri), not(feature = "loom")))]
         {
-            let end = self.prod.min(self.seen + 64);
-            let mut pos = self.seen;
+            let start = self.seen + n;
+            let end = self.prod.min(start + 64);
+            let mut pos = start;
             while pos < end {
-                let mark = &self.ring.done[(pos & self.mask) as usize];
+                let mark = self.ring.done(pos);
                 // SAFETY: `prefetch` is a hint that accesses no memory (this address is a live
                 // mark of the ring), and SSE, which it needs, is part of x86_64.
                 unsafe {
@@ -347,7 +485,6 @@ impl Producer {
                 pos += 8;
             }
         }
-        let mut n = 0;
         while n < max && self.seen + n < self.prod && self.marked(self.seen + n) {
             n += 1;
         }
@@ -360,18 +497,22 @@ impl Producer {
     /// without, those two fields are 0.
     #[inline]
     pub fn consume(&mut self, n: u64, stamps: bool, mut f: impl FnMut(Completion)) {
-        for _ in 0..n {
-            let pos = self.seen;
-            let idx = (pos & self.mask) as usize;
-            if self.counted[idx] {
-                self.counted[idx] = false;
-            } else {
-                let d = self.ring.done[idx].load(Ordering::Acquire);
-                debug_assert_eq!(d >> 1, pos + 1, "consume: position {pos} was not reported released by marks()");
-                f(self.read(pos, d & 1 == 1, stamps));
+        let end = self.seen + n;
+        debug_assert!(end <= self.prod, "consume: {n} packets past the pushed ones");
+        for pos in self.seen..end {
+            if self.swept > 0 && *self.counted_at(pos) {
+                *slot_mut(&mut self.counted, self.mask, pos) = false;
+                self.swept -= 1;
+                continue;
             }
-            self.seen += 1;
+            // `marks` saw this position released (`head` past it, or its own mark, both loaded
+            // with Acquire), so the mark read here is final: this lap's mark when the scheduler
+            // stored one (out of order, or dropped), else an earlier lap's (released in order,
+            // sent).
+            let d = self.ring.done(pos).load(Ordering::Relaxed);
+            f(self.read(pos, d == mark(pos, true), stamps));
         }
+        self.seen = end;
         self.advance_free();
     }
 
@@ -390,13 +531,13 @@ impl Producer {
     pub fn sweep(&mut self, mut f: impl FnMut(Completion)) -> u64 {
         let mut n = self.poll(&mut f);
         for pos in self.seen..self.prod {
-            let idx = (pos & self.mask) as usize;
-            if self.counted[idx] {
+            if self.swept > 0 && *self.counted_at(pos) {
                 continue;
             }
-            let d = self.ring.done[idx].load(Ordering::Acquire);
+            let d = self.ring.done(pos).load(Ordering::Acquire);
             if d >> 1 == pos + 1 {
-                self.counted[idx] = true;
+                *slot_mut(&mut self.counted, self.mask, pos) = true;
+                self.swept += 1;
                 f(self.read(pos, d & 1 == 1, true));
                 n += 1;
             }
@@ -406,15 +547,14 @@ impl Producer {
 
     #[inline]
     fn read(&self, pos: u64, dropped: bool, stamps: bool) -> Completion {
-        let idx = (pos & self.mask) as usize;
         // SAFETY: the client's own entry; the scheduler only reads it (and is done with it: the
-        // mark was loaded with Acquire before this call).
-        let c = self.ring.entry(idx).with(|p| unsafe { *p });
+        // release was seen with an Acquire load before this call).
+        let c = self.ring.entry(pos).with(|p| unsafe { *p });
         let s = if stamps {
-            // SAFETY: the mark `done == (pos + 1) << 1 | dropped` was loaded with Acquire, so the
-            // scheduler's writes to the stamps happened before, and it does not touch this entry
-            // again until the client publishes the slot's next occupant.
-            self.ring.sch[idx].with(|p| unsafe { *p })
+            // SAFETY: the release of `pos` (`head` past it, or its own mark) was loaded with
+            // Acquire, so the scheduler's writes to the stamps happened before, and it does not
+            // touch this entry again until the client publishes the slot's next occupant.
+            self.ring.sch(pos).with(|p| unsafe { *p })
         } else {
             SchedData::default()
         };
@@ -422,44 +562,25 @@ impl Producer {
     }
 
     fn advance_free(&mut self) {
+        if self.multi == 0 {
+            // Only one-packet messages in flight: every counted slot is free.
+            self.free = self.seen;
+            return;
+        }
         while self.free < self.seen {
-            let n = u64::from(self.msg_len[(self.free & self.mask) as usize].max(1));
+            // SAFETY: the client's own entry, which it wrote when it pushed the message starting
+            // at `free` (the scheduler only reads entries).
+            let n = u64::from(self.ring.entry(self.free).with(|p| unsafe { (*p).msg_len }).max(1));
             if self.free + n > self.seen {
                 break;
+            }
+            if n > 1 {
+                self.multi -= 1;
             }
             self.free += n;
         }
     }
 }
-
-/// The scheduler's end.
-#[derive(Debug)]
-pub struct Consumer {
-    ring: Arc<Ring>,
-    mask: u64,
-    /// Next position to take.
-    cons: u64,
-    /// Scheduler-private copy of the client's `tail` (reloaded by [`Consumer::ready`]).
-    tail: u64,
-    /// Scheduler-private, by a message's first slot: 0 at rest (no message of several packets
-    /// starting there is in flight, so a one-packet message costs no write here); for a message
-    /// of `n > 1` packets, `n << 32 | k` from its take until its last release, `k` packets of it
-    /// released (the last release puts the 0 back).
-    progress: Box<[u64]>,
-    /// Scheduler-private: the lines of entries below this position have been prefetched.
-    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
-    prefetched: u64,
-    /// The CPU has `prefetchw` (prefetch for writing).
-    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
-    prefetchw: bool,
-    /// Whether `take` and `release` write the scheduler's stamps (`sch`); see
-    /// [`Consumer::set_stamps`].
-    stamps: bool,
-}
-
-/// Marks per cache line.
-#[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
-const MARKS_PER_LINE: u64 = 8;
 
 /// True when the CPU has `prefetchw` (CPUID 0x8000_0001 ECX bit 8, AMD's 3DNowPrefetch and
 /// Intel's PRFCHW).
@@ -473,6 +594,34 @@ fn has_prefetchw() -> bool {
     {
         false
     }
+}
+
+/// The scheduler's end.
+#[derive(Debug)]
+pub struct Consumer {
+    ring: Arc<Ring>,
+    mask: u64,
+    /// Next position to take.
+    cons: u64,
+    /// Scheduler-private copy of the client's `tail` (reloaded by [`Consumer::ready`]).
+    tail: u64,
+    /// Every position below it is released (in order, or with its own mark): the next `head`.
+    next: u64,
+    /// The last `head` stored.
+    head: u64,
+    /// Positions at or past `next` released with their own mark (out of order, or dropped).
+    out_of_order: u64,
+    /// Scheduler-private, by a message's first slot: 0 at rest (no message of several packets
+    /// starting there is in flight, so a one-packet message costs no write here); for a message
+    /// of `n > 1` packets, `n << 32 | k` from its take until its last release, `k` packets of it
+    /// released (the last release puts the 0 back).
+    progress: Box<[u64]>,
+    /// Scheduler-private: the lines of entries below this position have been prefetched.
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri), not(feature = "loom"))), allow(dead_code))]
+    prefetched: u64,
+    /// Whether `take` and `release` write the scheduler's stamps (`sch`); see
+    /// [`Consumer::set_stamps`].
+    stamps: bool,
 }
 
 impl Consumer {
@@ -519,21 +668,14 @@ impl Consumer {
             let end = self.tail.min(self.cons + 64);
             let mut pos = self.prefetched.max(self.cons & !(PER_LINE - 1));
             while pos < end {
-                let line = &self.ring.ent[((pos & self.mask) / PER_LINE) as usize];
+                let line = self.ring.entry(pos);
                 // SAFETY: `prefetch` is a hint that accesses no memory (any address is allowed; this
                 // one is a live line of the ring), and SSE, which it needs, is part of x86_64.
-                unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((line as *const Line).cast()) };
-                if self.prefetchw && pos % MARKS_PER_LINE < PER_LINE {
-                    // The line of marks these packets will get: ask for it in the exclusive state
-                    // now, so that the release's mark stores do not wait (store buffer full) for
-                    // the client's shared copy to be invalidated.
-                    let marks = &self.ring.done[(pos & self.mask) as usize];
-                    // SAFETY: `prefetchw` is a hint that accesses no memory (this address is a
-                    // live mark of the ring); `prefetchw` was found in CPUID (`channel`).
-                    unsafe {
-                        core::arch::asm!("prefetchw [{0}]", in(reg) (marks as *const AtomicU64), options(nostack, preserves_flags, readonly))
-                    };
-                }
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        (line as *const Cell<ClientData>).cast(),
+                    )
+                };
                 pos += PER_LINE;
             }
             // A line only partly published is fetched again at the next visit (as before this
@@ -552,8 +694,8 @@ impl Consumer {
             return None;
         }
         // SAFETY: `pos < tail` (Acquire) means the client wrote the entry and will not touch it
-        // until it sees our `done` mark.
-        let c = self.ring.entry((pos & self.mask) as usize).with(|p| unsafe { *p });
+        // until it sees our release (`head` past it, or its own mark).
+        let c = self.ring.entry(pos).with(|p| unsafe { *p });
         let n = c.msg_len.max(1);
         // A message stamped after `now` waits for the next visit; `pos + n > tail` cannot happen
         // (`tail` covers whole messages) and is refused for robustness.
@@ -572,13 +714,13 @@ impl Consumer {
             for k in 0..u64::from(m.packets) {
                 // SAFETY: every slot of the message is published and not yet marked: the stamps
                 // are ours.
-                self.ring.sch[((m.pos + k) & self.mask) as usize].with_mut(|p| unsafe { (*p).sch_enq = now });
+                self.ring.sch(m.pos + k).with_mut(|p| unsafe { (*p).sch_enq = now });
             }
         }
         if m.packets > 1 {
-            let fidx = (m.pos & self.mask) as usize;
-            debug_assert_eq!(self.progress[fidx], 0, "commit: a message of several packets still in flight at slot {fidx}");
-            self.progress[fidx] = u64::from(m.packets) << 32;
+            let v = slot_mut(&mut self.progress, self.mask, m.pos);
+            debug_assert_eq!(*v, 0, "commit: a message of several packets still in flight at position {}", m.pos);
+            *v = u64::from(m.packets) << 32;
         }
         self.cons = m.pos + u64::from(m.packets);
     }
@@ -596,26 +738,58 @@ impl Consumer {
     }
 
     /// Releases the next packet of the message whose first packet is at `first` (taken with
-    /// [`Consumer::take`]), stamped `now`; `dropped` marks a packet the policy refused.
+    /// [`Consumer::take`]), stamped `now`; `dropped` marks a packet the policy refused, and the
+    /// client sees the release at once ([`Consumer::release_later`] then [`Consumer::publish`]).
     /// Returns the released packet's position.
     #[inline]
     pub fn release(&mut self, first: u64, now: u64, dropped: bool) -> u64 {
-        let fidx = (first & self.mask) as usize;
-        let v = self.progress[fidx];
+        let pos = self.release_later(first, now, dropped);
+        self.publish();
+        pos
+    }
+
+    /// Like [`Consumer::release`], but a packet released in position order (the next one after
+    /// every packet released so far) and not dropped becomes visible to the client only at the
+    /// next [`Consumer::publish`]: one store of `head` for a whole batch instead of a mark per
+    /// packet. A packet released out of order (message policies) or dropped gets its own mark
+    /// at once, as `head` cannot cover it yet (or cannot say it was dropped).
+    #[inline]
+    pub fn release_later(&mut self, first: u64, now: u64, dropped: bool) -> u64 {
+        let v = slot_mut(&mut self.progress, self.mask, first);
         // A one-packet message: its progress stays 0 (no write). Several packets: count this
         // one, and put the 0 back with the last.
-        let k = v & 0xFFFF_FFFF;
-        if v != 0 {
-            self.progress[fidx] = if k + 1 == v >> 32 { 0 } else { v + 1 };
+        let k = *v & 0xFFFF_FFFF;
+        if *v != 0 {
+            *v = if k + 1 == *v >> 32 { 0 } else { *v + 1 };
         }
         let pos = first + k;
-        let idx = (pos & self.mask) as usize;
+        debug_assert!(pos >= self.next && pos < self.cons, "release: position {pos} not taken, or released twice");
         if self.stamps {
-            // SAFETY: the position was taken and not yet marked, so its stamps are ours.
-            self.ring.sch[idx].with_mut(|p| unsafe { (*p).sch_deq = now });
+            // SAFETY: the position was taken and not yet released, so its stamps are ours.
+            self.ring.sch(pos).with_mut(|p| unsafe { (*p).sch_deq = now });
         }
-        self.ring.done[idx].store(mark(pos, dropped), Ordering::Release);
+        if pos == self.next && !dropped {
+            self.next += 1;
+        } else {
+            self.ring.done(pos).store(mark(pos, dropped), Ordering::Release);
+            self.out_of_order += 1;
+        }
+        // `next` passes the positions released earlier with their own marks (only this side
+        // writes the marks, so its own Relaxed loads see them).
+        while self.out_of_order > 0 && self.ring.done(self.next).load(Ordering::Relaxed) >> 1 == self.next + 1 {
+            self.next += 1;
+            self.out_of_order -= 1;
+        }
         pos
+    }
+
+    /// Makes every release so far visible to the client (one store of `head`, only if it moved).
+    #[inline]
+    pub fn publish(&mut self) {
+        if self.head != self.next {
+            self.head = self.next;
+            self.ring.head.0.store(self.next, Ordering::Release);
+        }
     }
 }
 
@@ -749,6 +923,51 @@ mod tests {
         assert_eq!((got[2].pos, got[2].cli_enq, got[2].sch_enq, got[2].sch_deq), (2, 11, 0, 0));
     }
 
+    /// A burst of single packets: one call, published up to its last whole line. Releases in
+    /// order are seen only after `publish` (one `head`); a dropped or out-of-order packet keeps
+    /// its own mark, and `head` passes it once the packets before it are released.
+    #[test]
+    fn push_singles_and_batched_releases() {
+        let (mut p, mut c) = channel(8);
+        assert!(!p.push_singles(9, 60, 1), "does not fit: nothing pushed");
+        assert!(p.push_singles(6, 60, 1));
+        assert_eq!((p.pushed(), p.unpublished(), p.space()), (6, 2, 2), "published up to the line at 4");
+        assert!(c.ready());
+        let taken: Vec<u64> = std::iter::from_fn(|| c.take(5).map(|m| m.pos)).collect();
+        assert_eq!(taken, vec![0, 1, 2, 3]);
+        p.flush();
+        assert!(c.ready());
+        assert_eq!((c.take(5).map(|m| m.pos), c.take(5).map(|m| m.pos)), (Some(4), Some(5)));
+        c.release_later(0, 7, false);
+        c.release_later(1, 7, true);
+        assert_eq!(p.marks(u64::MAX), 0, "position 0 waits for publish");
+        c.publish();
+        assert_eq!(p.marks(u64::MAX), 2, "head covers 0 and the marked 1");
+        c.release_later(3, 8, false); // out of order: its own mark
+        assert_eq!(p.marks(u64::MAX), 2);
+        c.release_later(2, 8, false);
+        c.release_later(5, 9, false);
+        c.release_later(4, 9, false);
+        c.publish();
+        let mut got = Vec::new();
+        p.consume(p.marks(u64::MAX), false, |x| got.push((x.pos, x.dropped)));
+        assert_eq!(got, vec![(0, false), (1, true), (2, false), (3, false), (4, false), (5, false)]);
+        assert_eq!((p.in_flight(), p.space()), (0, 8));
+        // The next lap: the marks of the last one are stale, not releases.
+        assert!(p.push_singles(8, 60, 2));
+        p.flush();
+        assert_eq!(p.marks(u64::MAX), 0);
+        assert!(c.ready());
+        for pos in 6..14 {
+            assert_eq!(c.take(5).map(|m| m.pos), Some(pos));
+            c.release_later(pos, 9, false);
+        }
+        c.publish();
+        let mut dropped = 0;
+        assert_eq!(p.poll(|x| dropped += u32::from(x.dropped)), 8);
+        assert_eq!(dropped, 0, "last lap's dropped mark at slot 1 is not this lap's");
+    }
+
     #[test]
     fn sweep_counts_out_of_order_releases_once() {
         let (mut p, mut c) = channel(8);
@@ -866,6 +1085,64 @@ mod loom_tests {
                 loom::thread::yield_now();
             }
             assert_eq!(sched.join().unwrap(), vec![1, 2]);
+        });
+    }
+
+    /// The batched releases: `head` (one store per batch) and the marks of packets released out
+    /// of order or dropped, and `head` passing those marks. Two one-packet messages through a
+    /// two-slot ring, the second released first when both were taken (its own mark), then a
+    /// two-packet message that wraps, its first packet dropped (its own mark, at `next`) and
+    /// its second sent in order. The client checks every packet's position, dropped flag and
+    /// stamp, and that every slot comes back.
+    #[test]
+    fn loom_batched_release_and_marks() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(2);
+        model.check(|| {
+            let (mut p, mut c) = channel(2);
+            let sched = loom::thread::spawn(move || {
+                let take = |c: &mut Consumer| c.take(10).or_else(|| c.ready().then(|| c.take(10)).flatten());
+                let mut msgs = 0;
+                while msgs < 3 {
+                    let Some(m) = take(&mut c) else {
+                        loom::thread::yield_now();
+                        continue;
+                    };
+                    if m.packets == 2 {
+                        c.release_later(m.pos, 20, true);
+                        c.release_later(m.pos, 21, false);
+                        msgs += 1;
+                    } else if m.pos == 0 {
+                        // The second message too, if it is there: released first (out of order).
+                        if let Some(m1) = take(&mut c) {
+                            c.release_later(m1.pos, 11, false);
+                            msgs += 1;
+                        }
+                        c.release_later(0, 10, false);
+                        msgs += 1;
+                    } else {
+                        c.release_later(m.pos, 11, false);
+                        msgs += 1;
+                    }
+                    c.publish();
+                }
+            });
+            let mut got = Vec::new();
+            for (i, n) in [(1u64, 1u32), (2, 1), (3, 2)] {
+                while p.space() < u64::from(n) {
+                    p.poll(|x| got.push((x.pos, x.dropped, x.sch_deq)));
+                    loom::thread::yield_now();
+                }
+                assert!(p.push(n, 60, i));
+                p.flush();
+            }
+            while got.len() < 4 {
+                p.poll(|x| got.push((x.pos, x.dropped, x.sch_deq)));
+                loom::thread::yield_now();
+            }
+            sched.join().unwrap();
+            assert_eq!(got, vec![(0, false, 10), (1, false, 11), (2, true, 20), (3, false, 21)]);
+            assert_eq!((p.in_flight(), p.space()), (0, 2));
         });
     }
 }

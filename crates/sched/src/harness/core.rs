@@ -183,7 +183,7 @@ impl<P: Policy<Item>> Core<P> {
                 };
                 if refused {
                     for _ in 0..m.packets {
-                        ring.release(m.pos, now, true);
+                        ring.release_later(m.pos, now, true);
                     }
                     self.sched_drops[c] += u64::from(m.packets);
                 } else {
@@ -224,6 +224,10 @@ impl<P: Policy<Item>> Core<P> {
                 }
             }
         }
+        // The clients see this pass's releases: one store per ring that released in order.
+        for ring in &mut self.rings {
+            ring.publish();
+        }
         work += released;
         if released > 0 {
             self.counters.publishes += 1;
@@ -243,7 +247,7 @@ impl<P: Policy<Item>> Core<P> {
     #[inline(always)]
     fn release(&mut self, item: Item, now: u64, tracing: bool) {
         let c = item.client as usize;
-        self.rings[c].release(item.pos, now, false);
+        self.rings[c].release_later(item.pos, now, false);
         self.released[c] += 1;
         if tracing {
             if let Some(t) = self.trace.as_mut() {

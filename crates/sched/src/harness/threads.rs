@@ -726,7 +726,12 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
                 next_poll = now + ctx.poll;
                 did = true;
             }
-            if gap != u64::MAX && u128::from(now) * 1000 >= next_burst_ps {
+            // Every burst due by `now`, while they enter the ring whole: a client that is behind
+            // (bursts due faster than its loop turns) pushes what fits at one clock read and one
+            // publication, and a burst that does not fit is dropped (counted) and ends the
+            // iteration, as one burst per iteration would.
+            let now_ps = u128::from(now) * 1000;
+            while gap != u64::MAX && now_ps >= next_burst_ps {
                 let want = crate::workload::draw_len(spec.lengths.as_ref(), spec.burst, &mut rng);
                 let first_pos = ring.pushed();
                 let mut fit = ring.space().min(u64::from(want)) as u32;
@@ -738,12 +743,10 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
                     } else {
                         fit = 0;
                     }
-                } else {
-                    for _ in 0..fit {
-                        ring.push(1, spec.pkt_len, now);
-                    }
+                } else if fit > 0 {
+                    ring.push_singles(fit, spec.pkt_len, now);
                 }
-                pushed = fit;
+                pushed += fit;
                 generated += u64::from(want);
                 ring_drops += u64::from(want - fit);
                 if let Some(log) = st.log.as_mut() {
@@ -751,6 +754,9 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
                 }
                 next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
                 did = true;
+                if fit < want || want == 0 {
+                    break;
+                }
             }
             if pushed != 1 {
                 ring.flush();
