@@ -236,6 +236,13 @@ impl<T: Copy> Policy<T> for Drr<T> {
             let h = fl.head;
             let node = &mut self.nodes[h as usize];
             let need = u64::from(node.bytes);
+            if fl.deficit < need && self.ring_len == 1 {
+                // Out of credit and alone in the ring: it keeps the turn, so the next rounds are
+                // its own at once (what the loop below would do one round per iteration).
+                while fl.deficit < need {
+                    fl.deficit += fl.quantum;
+                }
+            }
             if fl.deficit >= need {
                 fl.deficit -= need;
                 node.left -= 1;
@@ -259,8 +266,8 @@ impl<T: Copy> Policy<T> for Drr<T> {
                 self.packets -= 1;
                 return Some(p);
             }
-            // Out of credit: next round for this flow. Alone in the ring, it stays where it is
-            // and the loop gives it the next round at once; else the front goes to the back.
+            // Out of credit with other flows in the ring (alone, it got its rounds above): next
+            // round for this flow, and the front goes to the back.
             fl.deficit += fl.quantum;
             if self.ring_len > 1 {
                 self.ring[(self.ring_head + self.ring_len) & m] = f;

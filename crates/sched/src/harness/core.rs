@@ -134,7 +134,7 @@ impl<P: Policy<Item>> Core<P> {
         let last = if self.ready.is_empty() { None } else { Some(clock(false)) };
         // The state a visit updates, in locals for the whole pass (so that the policy's calls do
         // not force them back to memory at every message), written back at the end.
-        let (qmax, qmin, limited) = (self.qmax, self.qmin, self.fp_per_byte.is_some());
+        let (qmax, qmin, limited, tracing) = (self.qmax, self.qmin, self.fp_per_byte.is_some(), self.trace.is_some());
         let (mut pending, mut full, mut next_idle) = (self.pending, self.full, self.next_idle);
         for k in 0..self.ready.len() {
             let c = self.ready[k] as usize;
@@ -164,14 +164,20 @@ impl<P: Policy<Item>> Core<P> {
                 ring.commit(&m, now);
                 fetched = true;
                 work += m.packets as usize;
-                let was_empty = self.policy.is_empty();
-                if was_empty && next_idle < now_fp {
-                    next_idle = now_fp;
-                }
-                if let Some(t) = self.trace.as_mut() {
-                    let vt_ns =
-                        if was_empty || !limited { now } else { now.min((((next_idle >> 16) / 1000) as u64).saturating_sub(1)) };
-                    t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
+                // The link's clock and the trace (an unlimited link without a trace needs neither).
+                if limited || tracing {
+                    let was_empty = self.policy.is_empty();
+                    if was_empty && next_idle < now_fp {
+                        next_idle = now_fp;
+                    }
+                    if let Some(t) = self.trace.as_mut() {
+                        let vt_ns = if was_empty || !limited {
+                            now
+                        } else {
+                            now.min((((next_idle >> 16) / 1000) as u64).saturating_sub(1))
+                        };
+                        t.push(TraceEvent::Enqueue { client: c as u32, pos: m.pos, packets: m.packets, bytes: m.len, vt_ns });
+                    }
                 }
                 let refused = if full {
                     self.counters.qlimit_drops += u64::from(m.packets);
@@ -203,7 +209,7 @@ impl<P: Policy<Item>> Core<P> {
         };
         let now_fp = (u128::from(now) * 1000) << 16;
         let mut released = 0;
-        let (batch, tracing) = (self.batch, self.trace.is_some());
+        let batch = self.batch;
         match self.fp_per_byte {
             // An unlimited link: the batch limit and the policy's backlog bound the batch.
             None => {
