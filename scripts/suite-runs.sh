@@ -7,7 +7,8 @@
 #
 # Usage: scripts/suite-runs.sh [QUIET] [LOADED] [COMMIT]     (defaults: 5 3 HEAD)
 # Environment: SUITE_DIR   where to clone (default: a new temp folder, removed at the end unless
-#                          SUITE_KEEP=1); the clone builds into its own target/ unless
+#                          SUITE_KEEP=1; an existing clone there is reset to COMMIT, cleaned of
+#                          untracked files, and keeps its build); it builds into its own target/ unless
 #                          CARGO_TARGET_DIR is set. SUITE_TIMEOUT: seconds per run (default 3600).
 #              SUITE_SCOPE: what to test instead of the whole workspace (default --workspace;
 #                          e.g. "-p schedlab-workload" to try the script itself quickly).
@@ -31,8 +32,16 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-[ -e "$dir/.git" ] || git clone -q --no-hardlinks "$top" "$dir"
-git -C "$dir" checkout -q "$rev"
+if [ -e "$dir/.git" ]; then
+    # A clone kept from an earlier run (SUITE_DIR): the commit fetched, every change and untracked
+    # file removed, its build folder (ignored) kept so that only what changed is rebuilt.
+    git -C "$dir" fetch -q "$top" "$rev"
+    git -C "$dir" checkout -q --force "$rev"
+    git -C "$dir" clean -fdq
+else
+    git clone -q --no-hardlinks "$top" "$dir"
+    git -C "$dir" checkout -q "$rev"
+fi
 logs="$dir/target/suite-runs"; mkdir -p "$logs"
 cd "$dir"
 echo "== suite runs: commit ${rev:0:12}, fresh clone in $dir, $(nproc) CPUs, $(uname -sr), $(date -u +%FT%TZ)"
