@@ -10,6 +10,8 @@
 #                          SUITE_KEEP=1; an existing clone there is reset to COMMIT, cleaned of
 #                          untracked files, and keeps its build); it builds into its own target/ unless
 #                          CARGO_TARGET_DIR is set. SUITE_TIMEOUT: seconds per run (default 3600).
+#              SUITE_IN_PLACE=1: run in this working tree instead of a clone (its build reused;
+#                          refused unless it is COMMIT with no change and no untracked file).
 #              SUITE_SCOPE: what to test instead of the whole workspace (default --workspace;
 #                          e.g. "-p schedlab-workload" to try the script itself quickly).
 # The first run includes the build; its time is printed separately. Each run's full log stays in
@@ -24,15 +26,20 @@ if [ "$loaded" -gt 0 ] && ! command -v stress-ng >/dev/null; then
     exit 2
 fi
 rev=$(git -C "$top" rev-parse --verify "$commit^{commit}") || { echo "suite-runs.sh: no commit '$commit'" >&2; exit 2; }
-dir=${SUITE_DIR:-$(mktemp -d /tmp/schedlab-suite.XXXXXX)}
+if [ "${SUITE_IN_PLACE:-0}" = 1 ]; then dir=$top; else dir=${SUITE_DIR:-$(mktemp -d /tmp/schedlab-suite.XXXXXX)}; fi
 stress=""
 cleanup() {
     if [ -n "$stress" ]; then kill "$stress" 2>/dev/null || true; wait "$stress" 2>/dev/null || true; fi
-    if [ "${SUITE_KEEP:-0}" != 1 ] && [ -z "${SUITE_DIR:-}" ]; then rm -rf "$dir"; fi
+    if [ "${SUITE_KEEP:-0}" != 1 ] && [ -z "${SUITE_DIR:-}" ] && [ "${SUITE_IN_PLACE:-0}" != 1 ]; then rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-if [ -e "$dir/.git" ]; then
+if [ "${SUITE_IN_PLACE:-0}" = 1 ]; then
+    # This working tree itself (its build reused): only when it is exactly COMMIT, with nothing
+    # changed or untracked, so that what runs is what a clone of COMMIT holds.
+    [ "$(git -C "$top" rev-parse HEAD)" = "$rev" ] || { echo "suite-runs.sh: SUITE_IN_PLACE needs $commit checked out here" >&2; exit 2; }
+    [ -z "$(git -C "$top" status --porcelain)" ] || { echo "suite-runs.sh: SUITE_IN_PLACE needs a clean tree (git status shows changes)" >&2; exit 2; }
+elif [ -e "$dir/.git" ]; then
     # A clone kept from an earlier run (SUITE_DIR): the commit fetched, every change and untracked
     # file removed, its build folder (ignored) kept so that only what changed is rebuilt.
     git -C "$dir" fetch -q "$top" "$rev"
@@ -44,7 +51,7 @@ else
 fi
 logs="$dir/target/suite-runs"; mkdir -p "$logs"
 cd "$dir"
-echo "== suite runs: commit ${rev:0:12}, fresh clone in $dir, $(nproc) CPUs, $(uname -sr), $(date -u +%FT%TZ)"
+echo "== suite runs: commit ${rev:0:12}, $([ "${SUITE_IN_PLACE:-0}" = 1 ] && echo "in place" || echo "fresh clone") in $dir, $(nproc) CPUs, $(uname -sr), $(date -u +%FT%TZ)"
 t0=$(date +%s)
 cargo test --release $scope --no-run -q >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; echo "build failed" >&2; exit 1; }
 echo "== build: $(( $(date +%s) - t0 )) s"
