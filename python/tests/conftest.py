@@ -25,10 +25,10 @@ def schedlab_bin() -> str:
     pytest.skip("SKIP: no schedlab binary (build it with `cargo build --release -p schedlab` or set SCHEDLAB_BIN)")
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """A skipped test is recorded as the Rust tests record theirs (crates/report/src/testkit.rs):
-    one `SKIP<TAB>test<TAB>reason` line appended to $SCHEDLAB_SKIP_LOG, which .ci/run counts and
-    names in its summary, so a skip is never read as a pass."""
+def _record_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """A skip is recorded as the Rust tests record theirs (crates/report/src/testkit.rs): one
+    `SKIP<TAB>test<TAB>reason` line appended to $SCHEDLAB_SKIP_LOG, which .ci/run counts and names
+    in its summary, so a skip is never read as a pass."""
     log = os.environ.get("SCHEDLAB_SKIP_LOG")
     if not log or not report.skipped:
         return
@@ -36,3 +36,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     reason = reason.removeprefix("Skipped: ").removeprefix("SKIP: ").replace("\n", " ").replace("\t", " ")
     with open(log, "a", encoding="utf-8") as f:
         f.write(f"SKIP\tpython::{report.nodeid}\t{reason}\n")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A test that skipped while it ran (or in its fixtures)."""
+    _record_skip(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """A whole module skipped while it was collected (`pytest.importorskip` at module level, e.g.
+    test_ray.py without Ray): its tests never reach pytest_runtest_logreport."""
+    _record_skip(report)

@@ -30,16 +30,8 @@ const NOT_RUNNABLE: &[(&str, &str)] = &[
         "needs the Python package built by maturin into a virtualenv (minutes, and pip needs the network); .ci/python.sh runs its install and test commands",
     ),
     (
-        "architecture.md",
-        "describes the crates and their floors; it runs nothing",
-    ),
-    (
-        "vm.md",
-        "needs QEMU and a Debian guest kernel (downloaded, ~100 MB) and takes longer than a few seconds to boot",
-    ),
-    (
         "testing.md",
-        "its examples run the test suite itself (minutes), the paper check (about half an hour) or CI",
+        "its examples run the test suite itself (minutes, or an hour for scripts/suite-runs.sh), the paper check (about two minutes on one core) or CI",
     ),
     (
         "qdisc.md",
@@ -209,6 +201,9 @@ fn every_sh_test_block_of_the_readme_and_the_guide_runs() {
         let runnable: Vec<&Block> = all.iter().filter(|b| b.runnable()).collect();
         let name = doc.file_name().expect("a file name").to_string_lossy().into_owned();
         let exempt = NOT_RUNNABLE.iter().find(|(n, _)| *n == name);
+        if let (Some((_, why)), false) = (exempt, runnable.is_empty()) {
+            failures.push(format!("{rel}: listed in NOT_RUNNABLE ({why}) but has a runnable block: take it off the list"));
+        }
         if rel.starts_with("docs/guide/") && runnable.is_empty() && exempt.is_none() {
             failures.push(format!(
                 "{rel}: no runnable example (mark a quick example ```sh test, or list the guide in NOT_RUNNABLE in crates/cli/tests/guide.rs with the reason it needs root or hardware)"
@@ -296,4 +291,41 @@ fn a_failing_or_hung_block_is_reported_and_its_background_jobs_die() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(dead(pid), "the background job {pid} outlived its block");
+}
+
+/// docs/notes/README.md's own rule, checked: every study in docs/notes has a dated name and a row
+/// in the index that links it, and every link of the index names a file that exists.
+#[test]
+fn every_note_is_dated_and_listed_in_the_notes_index() {
+    let notes = repo_root().join("docs/notes");
+    let index = std::fs::read_to_string(notes.join("README.md")).expect("docs/notes/README.md");
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&notes).expect("docs/notes") {
+        let name = entry.expect("a directory entry").file_name().to_string_lossy().into_owned();
+        if name == "README.md" || !name.ends_with(".md") {
+            continue;
+        }
+        let dated = name.len() > 11
+            && name.as_bytes()[..10]
+                .iter()
+                .enumerate()
+                .all(|(i, b)| if i == 4 || i == 7 { *b == b'-' } else { b.is_ascii_digit() })
+            && name.as_bytes()[10] == b'-';
+        if !dated {
+            problems.push(format!("docs/notes/{name}: not named YYYY-MM-DD-topic.md"));
+        }
+        if !index.contains(&format!("]({name})")) {
+            problems.push(format!("docs/notes/{name}: no row in docs/notes/README.md links it"));
+        }
+        files.push(name);
+    }
+    for (i, _) in index.match_indices("](") {
+        let target: String = index[i + 2..].chars().take_while(|c| *c != ')').collect();
+        if target.starts_with("20") && target.ends_with(".md") && !files.contains(&target) {
+            problems.push(format!("docs/notes/README.md links {target}, which does not exist"));
+        }
+    }
+    assert!(!files.is_empty(), "no notes found under {}", notes.display());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

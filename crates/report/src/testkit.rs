@@ -7,8 +7,10 @@
 //! `.ci/run` sets it, then counts and names every skip in its summary, so a skip is never read as a
 //! pass.
 //!
-//! Use it only for what this machine lacks (a CPU count, root, a package, a kernel feature); a
-//! server that fails to start is a failure, not a skip.
+//! Use it for what this machine lacks (a CPU count, root, a package, a kernel feature), or for a
+//! measurement this run cannot judge because the machine disturbed it (a client that lost its CPU
+//! longer than its ring holds; two programs whose own run-to-run swing exceeds the tolerance), the
+//! reason naming the figure that says so; a server that fails to start is a failure, not a skip.
 
 use std::io::Write;
 

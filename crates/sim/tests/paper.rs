@@ -26,7 +26,7 @@
 //!
 //! CI runs shorter versions (`N_ours` below, a few seconds in release); the full reproduction at
 //! the report's own packet counts (about two minutes) is `scripts/paper-check.sh`, whose last run
-//! is recorded in docs/notes/2026-11-27-paper-check.md.
+//! is recorded in docs/notes/2026-11-28-paper-check.md.
 
 use schedlab_sim::engine::{run, Control, RunResult, SimConfig};
 
