@@ -273,10 +273,12 @@ fn the_median_interval_and_the_judgement_follow_the_order_statistics() {
     assert_eq!(judge_within_10(None), Within10::CannotTell);
     assert_eq!(judge_within_10(median_ci(&[0.5, 0.6, 0.7, 0.8, 0.85]).1), Within10::No);
     assert_eq!(judge_within_10(median_ci(&[0.8, 1.0, 1.0, 1.0, 1.0]).1), Within10::CannotTell);
-    // The factor-of-two band that fails the test: 2026-11-28's CI boot (0.72 [0.43-0.87]) is
-    // inside it, a bytes-for-bits slip (0.125) is not.
-    assert_eq!(judge_band(median_ci(&[0.72, 0.43, 0.87, 0.6, 0.8]).1, 0.5, 2.0), Within10::CannotTell);
-    assert_eq!(judge_band(median_ci(&[0.12, 0.13, 0.125, 0.11, 0.14]).1, 0.5, 2.0), Within10::No);
+    // The factor-of-three band that fails the test: the boots of 2026-11-28 (0.72 [0.43-0.87],
+    // 1.80 [1.04-2.02]) are inside it, a bytes-for-bits slip (0.125) is not.
+    let band = |v: &[f64]| judge_band(median_ci(v).1, 1.0 / 3.0, 3.0);
+    assert_eq!(band(&[0.72, 0.43, 0.87, 0.6, 0.8]), Within10::Yes);
+    assert_eq!(band(&[2.007, 1.179, 1.804, 1.036, 2.023]), Within10::Yes);
+    assert_eq!(band(&[0.12, 0.13, 0.125, 0.11, 0.14]), Within10::No);
 }
 
 #[test]
@@ -297,7 +299,7 @@ fn write_bandwidth_and_latency_beside_perftest() {
     // back, schedlab's only the transport's ACK. Under emulation that turnaround is most of the
     // time (2026-11-28: schedlab 0.47 [0.35-0.68] of 2 x t_typical), so latency is printed with
     // its interval and not judged; bandwidth (the same work on both sides) is, within a factor of
-    // two (below).
+    // three (below).
     let (mut bw, mut lat) = (Vec::new(), Vec::new());
     for i in 1..=PERF_PAIRS {
         for s in
@@ -348,14 +350,18 @@ fn write_bandwidth_and_latency_beside_perftest() {
             not_judged.push(format!("{what}: {} (post to completion against a ping-pong; printed, not judged)", fmt(med, ci)));
         }
     }
-    // What fails: a median whose interval lies wholly beyond a factor of two of perftest's — a
-    // measurement error (units, bytes counted, the clock), not emulation's swing. Within 10% is the
-    // claim shown when the interval allows it; under TCG it mostly cannot be: the same paired
-    // trials gave medians from 0.72 [0.43-0.87] to 1.32 [0.62-1.67] in different boots
-    // (2026-11-28, docs/notes/2026-11-28-rdma-perftest-pairs.md), so a boot that reads "No" is
-    // reported as not shown, not failed.
+    // What fails: a median whose interval lies wholly beyond a factor of three of perftest's — a
+    // measurement error (units, bytes for bits, the clock), not emulation's swing. Within 10% is
+    // the claim shown when the interval allows it; under TCG it mostly cannot be: the same paired
+    // trials gave medians from 0.72 [0.43-0.87] to 1.80 [1.04-2.02] in different boots, single
+    // pairs from 0.43 to 2.02 (2026-11-28, docs/notes/2026-11-28-rdma-perftest-pairs.md), so a
+    // boot that reads "No" is reported as not shown, not failed.
     for (what, _, r, ci) in &verdicts {
-        assert_ne!(judge_band(*ci, 0.5, 2.0), Within10::No, "{what}: the median paired ratio {r} lies wholly outside [0.5, 2]");
+        assert_ne!(
+            judge_band(*ci, 1.0 / 3.0, 3.0),
+            Within10::No,
+            "{what}: the median paired ratio {r} lies wholly outside [1/3, 3]"
+        );
     }
     let mut unsure: Vec<String> = verdicts
         .iter()
