@@ -764,7 +764,12 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             if ctx.distributed {
                 maybe_schedule(shared, me, &mut tries, &mut passes);
             }
-            if !did {
+            // Idle, or behind a full ring (the burst that did not fit was dropped): a pause before
+            // the next turn, so that a client that cannot push does not hammer the scheduler's
+            // release index and the core (or its hyperthread sibling) the scheduler runs beside.
+            // Drain row, 6 alternating runs each (docs/notes/2026-11-28-drain-burst.md): schedlab
+            // / original 1.60-1.68 with the pause, 1.34-1.80 without.
+            if !did || ring.space() == 0 {
                 std::hint::spin_loop();
             }
         }
