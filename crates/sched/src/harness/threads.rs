@@ -719,6 +719,8 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             // Packets pushed in this iteration: a single packet is published with its line of
             // entries (or at the next iteration that pushes none); see `Producer::flush`.
             let mut pushed = 0u32;
+            // A burst did not fit: the ring is full.
+            let mut dropped = false;
             if poll_due {
                 if marks > 0 {
                     st.consume(&mut ring, marks, now);
@@ -755,6 +757,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
                 next_burst_ps += u128::from(crate::workload::draw_gap_ps(spec.gaps, gap, &mut rng));
                 did = true;
                 if fit < want || want == 0 {
+                    dropped = fit < want;
                     break;
                 }
             }
@@ -769,7 +772,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             // release index and the core (or its hyperthread sibling) the scheduler runs beside.
             // Drain row, 6 alternating runs each (docs/notes/2026-11-28-drain-burst.md): schedlab
             // / original 1.60-1.68 with the pause, 1.34-1.80 without.
-            if !did || ring.space() == 0 {
+            if !did || dropped {
                 std::hint::spin_loop();
             }
         }
