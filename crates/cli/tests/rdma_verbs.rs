@@ -235,25 +235,25 @@ fn median_ci(v: &[f64]) -> (f64, Option<(f64, f64, f64)>) {
     (med, Some((v[k - 1], v[n - k], 1.0 - 2.0 * tail(k - 1))))
 }
 
-/// Within 10% when the interval of the median paired ratio lies in [0.9, 1.1]; outside when it
-/// lies wholly beyond; otherwise it cannot tell.
+/// Whether the interval of the median paired ratio lies in a band (e.g. [0.9, 1.1], within 10%):
+/// yes when it lies inside, no when it lies wholly beyond, otherwise it cannot tell.
 #[derive(Debug, PartialEq)]
-enum Within10 {
+enum InBand {
     Yes,
     No,
     CannotTell,
 }
 
-fn judge_within_10(ci: Option<(f64, f64, f64)>) -> Within10 {
+fn judge_within_10(ci: Option<(f64, f64, f64)>) -> InBand {
     judge_band(ci, 0.9, 1.1)
 }
 
-/// The same judgement against the band [`lo`, `hi`].
-fn judge_band(ci: Option<(f64, f64, f64)>, lo: f64, hi: f64) -> Within10 {
+/// The judgement against the band [`lo`, `hi`].
+fn judge_band(ci: Option<(f64, f64, f64)>, lo: f64, hi: f64) -> InBand {
     match ci {
-        Some((a, b, _)) if a >= lo && b <= hi => Within10::Yes,
-        Some((a, b, _)) if a > hi || b < lo => Within10::No,
-        _ => Within10::CannotTell,
+        Some((a, b, _)) if a >= lo && b <= hi => InBand::Yes,
+        Some((a, b, _)) if a > hi || b < lo => InBand::No,
+        _ => InBand::CannotTell,
     }
 }
 
@@ -265,20 +265,20 @@ fn the_median_interval_and_the_judgement_follow_the_order_statistics() {
     let (lo, hi, cov) = ci.unwrap();
     assert_eq!((lo, hi), (0.95, 1.05));
     assert!((cov - (1.0 - 2.0 / 64.0)).abs() < 1e-12);
-    assert_eq!(judge_within_10(ci), Within10::Yes);
+    assert_eq!(judge_within_10(ci), InBand::Yes);
     // 9 values: k = 2, the 2nd and the 8th.
     let v: Vec<f64> = (1..=9).map(f64::from).collect();
     assert_eq!(median_ci(&v).1.map(|c| (c.0, c.1)), Some((2.0, 8.0)));
     assert_eq!(median_ci(&[1.0, 1.0, 1.0, 1.0]).1, None);
-    assert_eq!(judge_within_10(None), Within10::CannotTell);
-    assert_eq!(judge_within_10(median_ci(&[0.5, 0.6, 0.7, 0.8, 0.85]).1), Within10::No);
-    assert_eq!(judge_within_10(median_ci(&[0.8, 1.0, 1.0, 1.0, 1.0]).1), Within10::CannotTell);
+    assert_eq!(judge_within_10(None), InBand::CannotTell);
+    assert_eq!(judge_within_10(median_ci(&[0.5, 0.6, 0.7, 0.8, 0.85]).1), InBand::No);
+    assert_eq!(judge_within_10(median_ci(&[0.8, 1.0, 1.0, 1.0, 1.0]).1), InBand::CannotTell);
     // The factor-of-three band that fails the test: the boots of 2026-11-28 (0.72 [0.43-0.87],
     // 1.80 [1.04-2.02]) are inside it, a bytes-for-bits slip (0.125) is not.
     let band = |v: &[f64]| judge_band(median_ci(v).1, 1.0 / 3.0, 3.0);
-    assert_eq!(band(&[0.72, 0.43, 0.87, 0.6, 0.8]), Within10::Yes);
-    assert_eq!(band(&[2.007, 1.179, 1.804, 1.036, 2.023]), Within10::Yes);
-    assert_eq!(band(&[0.12, 0.13, 0.125, 0.11, 0.14]), Within10::No);
+    assert_eq!(band(&[0.72, 0.43, 0.87, 0.6, 0.8]), InBand::Yes);
+    assert_eq!(band(&[2.007, 1.179, 1.804, 1.036, 2.023]), InBand::Yes);
+    assert_eq!(band(&[0.12, 0.13, 0.125, 0.11, 0.14]), InBand::No);
 }
 
 #[test]
@@ -359,15 +359,15 @@ fn write_bandwidth_and_latency_beside_perftest() {
     for (what, _, r, ci) in &verdicts {
         assert_ne!(
             judge_band(*ci, 1.0 / 3.0, 3.0),
-            Within10::No,
+            InBand::No,
             "{what}: the median paired ratio {r} lies wholly outside [1/3, 3]"
         );
     }
     let mut unsure: Vec<String> = verdicts
         .iter()
-        .filter(|v| v.1 != Within10::Yes)
+        .filter(|v| v.1 != InBand::Yes)
         .map(|(w, v, r, _)| {
-            format!("{w}: {r} ({})", if *v == Within10::No { "outside [0.9, 1.1] in this boot" } else { "cannot tell" })
+            format!("{w}: {r} ({})", if *v == InBand::No { "outside [0.9, 1.1] in this boot" } else { "cannot tell" })
         })
         .collect();
     unsure.extend(not_judged);

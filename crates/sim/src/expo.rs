@@ -24,6 +24,10 @@ const SCALE: f64 = 1.0 / (1u64 << 53) as f64;
 pub struct Ziggurat {
     x: [f64; 257],
     f: [f64; 257],
+    /// `x[i] * 2^-53`: the position's scale folded into the edge. Scaling by a power of two is
+    /// exact, so `pos * scaled[i]` rounds the same real number as `pos * 2^-53 * x[i]` (bit for
+    /// bit the same draws) with one multiplication fewer per draw.
+    scaled: [f64; 257],
 }
 
 impl Default for Ziggurat {
@@ -54,7 +58,8 @@ impl Ziggurat {
         }
         x[256] = 0.0;
         f[256] = 1.0;
-        Ziggurat { x, f }
+        let scaled = x.map(|e| e * SCALE);
+        Ziggurat { x, f, scaled }
     }
 
     /// One Exp(1) variate.
@@ -63,7 +68,7 @@ impl Ziggurat {
         loop {
             let bits = rng.next_u64();
             let i = (bits & 0xff) as usize;
-            let x = (bits >> 11) as f64 * SCALE * self.x[i];
+            let x = (bits >> 11) as f64 * self.scaled[i];
             if x < self.x[i + 1] {
                 return x;
             }
@@ -146,6 +151,23 @@ mod tests {
             })
             .fold(0.0, f64::max);
         assert!(d < 1.95 / (n as f64).sqrt(), "KS distance {d}");
+    }
+
+    /// The folded scale changes no draw: for every strip and positions across the 53 bits
+    /// (random ones, and the extremes), one product gives the bits the two products gave.
+    #[test]
+    fn folded_scale_gives_the_same_draws() {
+        let z = Ziggurat::new();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
+        let extremes = [0u64, 1, 2, (1 << 52) - 1, 1 << 52, (1 << 53) - 1];
+        for i in 0..257 {
+            let random = (0..20_000).map(|_| rng.next_u64() >> 11);
+            for pos in extremes.into_iter().chain(random) {
+                let two = pos as f64 * SCALE * z.x[i];
+                let one = pos as f64 * z.scaled[i];
+                assert_eq!(two.to_bits(), one.to_bits(), "strip {i}, position {pos}");
+            }
+        }
     }
 
     #[test]
