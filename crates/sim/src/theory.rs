@@ -375,8 +375,9 @@ struct RrSystem {
     pre: Vec<f64>,
 }
 
-/// How [`RrSystem`] sweeps.
+/// How [`RrSystem`] sweeps (the tests force each way).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(not(test), allow(dead_code))]
 enum SweepBy {
     /// The cheaper of the two, from the sizes.
     Cheaper,
