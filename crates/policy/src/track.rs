@@ -111,6 +111,10 @@ const DENSE: u32 = 1 << 16;
 /// Queued-packet counts up to this are kept exactly in the α histogram; above, one bin.
 const QBINS: usize = 1 << 16;
 
+/// α is kept in a table for queued-packet counts below `q_high` when there are at most this
+/// many of them.
+const TABLE: u64 = 1 << 12;
+
 /// Mean and percentiles of the α a tracking policy used, one sample per packet sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AlphaStats {
@@ -168,6 +172,11 @@ pub struct TrackSched<T> {
     /// The fewest queued packets at which α reaches `high` (`u64::MAX`: never), so that
     /// [`Self::alpha_at`] skips the rounding where α sits at its limit.
     q_high: u64,
+    /// The histogram's last bin, `min(QBINS, q_high)`: from `q_high` queued packets up every
+    /// start has α = `high`, so one bin holds them all without changing a statistic.
+    bins: usize,
+    /// α for each queued-packet count below `q_high`, when `q_high` ≤ [`TABLE`] (else empty).
+    table: Vec<i64>,
 }
 
 impl<T: Copy> TrackSched<T> {
@@ -196,8 +205,14 @@ impl<T: Copy> TrackSched<T> {
             alpha_sum: 0.0,
             settled: None,
             q_high: u64::MAX,
+            bins: QBINS,
+            table: Vec::new(),
         };
         s.q_high = s.first_at_high();
+        s.bins = QBINS.min(usize::try_from(s.q_high).unwrap_or(usize::MAX));
+        if s.q_high <= TABLE {
+            s.table = (0..s.q_high).map(|q| s.alpha_exact(q)).collect();
+        }
         s
     }
 
@@ -230,6 +245,9 @@ impl<T: Copy> TrackSched<T> {
         if q >= self.q_high {
             return self.high;
         }
+        if let Some(&a) = self.table.get(q as usize) {
+            return a;
+        }
         self.alpha_exact(q)
     }
 
@@ -246,29 +264,30 @@ impl<T: Copy> TrackSched<T> {
         self.alpha_at(self.packets) as f64 / ONE as f64
     }
 
-    /// Counts one α sample in each histogram bin of `low..=top` queued packets (bins above
-    /// [`QBINS`] share the last): two entries of the difference array per range.
+    /// Counts one α sample in each histogram bin of `low..=top` queued packets (counts at and
+    /// above `bins` share the last bin): two entries of the difference array per range.
     #[inline(always)]
     fn count_range(&mut self, low: u64, top: u64) {
-        let last = (top as usize).min(QBINS);
+        let bins = self.bins;
+        let last = (top as usize).min(bins);
         if last + 1 >= self.qdiff.len() {
             self.qdiff.resize(last + 2, 0);
         }
-        if low < QBINS as u64 {
-            let end = (top as usize).min(QBINS - 1);
+        if low < bins as u64 {
+            let end = (top as usize).min(bins - 1);
             self.qdiff[low as usize] = self.qdiff[low as usize].wrapping_add(1);
             self.qdiff[end + 1] = self.qdiff[end + 1].wrapping_sub(1);
         }
-        if top >= QBINS as u64 {
-            // The starts with at least QBINS packets queued share the last bin.
-            let c = top + 1 - low.max(QBINS as u64);
-            self.qdiff[QBINS] = self.qdiff[QBINS].wrapping_add(c);
-            self.qdiff[QBINS + 1] = self.qdiff[QBINS + 1].wrapping_sub(c);
+        if top >= bins as u64 {
+            // The starts with at least `bins` packets queued share the last bin.
+            let c = top + 1 - low.max(bins as u64);
+            self.qdiff[bins] = self.qdiff[bins].wrapping_add(c);
+            self.qdiff[bins + 1] = self.qdiff[bins + 1].wrapping_sub(c);
         }
     }
 
-    /// The α histogram: the count of packet starts per queued-packet value (the last bin holds
-    /// all at or above [`QBINS`]), up to the largest value sampled.
+    /// The α histogram: the count of packet starts per queued-packet value (the last bin,
+    /// `bins`, holds all at or above it), up to the largest value sampled.
     fn qhist(&self) -> Vec<u64> {
         let mut acc = 0u64;
         let mut h: Vec<u64> = self
@@ -362,7 +381,9 @@ impl<T: Copy> TrackSched<T> {
     }
 
     /// The α used at the packet starts so far: mean (exact) and percentiles (exact while the
-    /// queue held at most 65536 packets; above, counted as 65536 queued packets).
+    /// queue held at most 65536 packets; above, counted as 65536 queued packets). The starts
+    /// with `q_high` or more packets queued share one bin: they share their α, `high`, so the
+    /// statistics are those of a bin per count.
     pub fn alpha_stats(&self) -> AlphaStats {
         let qhist = self.qhist();
         let n: u64 = qhist.iter().sum();
@@ -602,8 +623,13 @@ impl<T: Copy> TrackSched<T> {
             }
         }
         let clamp = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-        let hi = if up.1 == 0 { i64::MAX } else { clamp(up.0.div_euclid(up.1)) };
-        let lo = if down.1 == 0 { i64::MIN } else { clamp(down.0.div_euclid(down.1) + 1) };
+        // 64-bit division where both fit: the same quotient as 128-bit division.
+        let floor = |(n, d): (i128, i128)| match (i64::try_from(n), i64::try_from(d)) {
+            (Ok(n), Ok(d)) => i128::from(n.div_euclid(d)),
+            _ => n.div_euclid(d),
+        };
+        let hi = if up.1 == 0 { i64::MAX } else { clamp(floor(up)) };
+        let lo = if down.1 == 0 { i64::MIN } else { clamp(floor(down) + 1) };
         (lo, hi)
     }
 
@@ -922,14 +948,20 @@ mod tests {
         ) {
             let t = tr(low, low + span, gain);
             let (mut one, mut bulk) = (TrackSched::new(t, in_order), TrackSched::new(t, in_order));
+            // A bin per queued-packet count up to QBINS, rather than one from `q_high` up.
+            let mut wide = TrackSched::new(t, in_order);
+            wide.bins = QBINS;
             let mut id = 0u32;
             for op in ops {
                 match op {
                     Op::Arrive { flow, len } => {
+                        wide.enqueue(Message::new(id, flow, len)).unwrap();
                         if one.is_empty() && flow == 0 {
                             // A lone message: passed through one, bypassed by the other.
                             one.enqueue(Message::new(id, flow, len)).unwrap();
-                            while one.dequeue().is_some() {}
+                            while one.dequeue().is_some() {
+                                prop_assert!(wide.dequeue().is_some());
+                            }
                             prop_assert!(bulk.bypass(u64::from(len)));
                         } else {
                             one.enqueue(Message::new(id, flow, len)).unwrap();
@@ -942,7 +974,10 @@ mod tests {
                         let mut want = Vec::new();
                         for i in 0..n {
                             match one.dequeue() {
-                                Some(pk) => if pk.last { want.push((i, pk.item)); },
+                                Some(pk) => {
+                                    prop_assert_eq!(wide.dequeue().map(|w| (w.item, w.last)), Some((pk.item, pk.last)));
+                                    if pk.last { want.push((i, pk.item)); }
+                                }
                                 None => break,
                             }
                         }
@@ -956,6 +991,7 @@ mod tests {
             prop_assert_eq!(one.qhist(), bulk.qhist());
             prop_assert_eq!(one.alpha_sum.to_bits(), bulk.alpha_sum.to_bits());
             prop_assert_eq!(one.alpha_stats(), bulk.alpha_stats());
+            prop_assert_eq!(wide.alpha_stats(), one.alpha_stats());
         }
     }
 
@@ -963,7 +999,8 @@ mod tests {
     /// and where the α sum leaves the range in which its additions are exact.
     #[test]
     fn record_many_equals_single_records() {
-        let t = tr(1.0, 100.0, 1.0);
+        // α reaches `high` only at 102,400 queued packets: the histogram's last bin is QBINS.
+        let t = tr(1.0, 100.0, 1.0 / 1024.0);
         let cases: [(f64, u64, u64, i64); 6] = [
             (0.0, 10, 10, 100 << 16),
             (3.5, (QBINS + 5) as u64, 20, 7 << 16),
