@@ -667,10 +667,8 @@ impl<T: Copy> TrackSched<T> {
                 if up.1 == 0 || n * up.1 < up.0 * d {
                     up = (n, d);
                 }
-            } else if d < 0 {
-                if down.1 == 0 || e * down.1 > down.0 * -d {
-                    down = (e, -d);
-                }
+            } else if d < 0 && (down.1 == 0 || e * down.1 > down.0 * -d) {
+                down = (e, -d);
             }
         }
         let clamp = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
