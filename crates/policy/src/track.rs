@@ -23,6 +23,8 @@
 //! of `c`, which is the arrival order: one queue per remaining length, ordered by arrival, holds
 //! every waiting message, and the best message is the best of the queues' fronts, whatever α is.
 //! A decision costs O(distinct remaining lengths) (a scan of the non-empty queues), not a re-sort.
+//! The queues' fronts sit together in one array, so that the scan reads nothing else; the
+//! messages behind a front (rare where lengths are many) wait in a pooled deque of their own.
 //! Newcomers are appended (they are the newest); the message being sent is held apart and, when
 //! overtaken, put back into the queue of its remaining length at its arrival position (binary
 //! search; it is usually near the front, being older than most).
