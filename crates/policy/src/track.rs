@@ -23,6 +23,8 @@
 //! of `c`, which is the arrival order: one queue per remaining length, ordered by arrival, holds
 //! every waiting message, and the best message is the best of the queues' fronts, whatever α is.
 //! A decision costs O(distinct remaining lengths) (a scan of the non-empty queues), not a re-sort.
+//! The queues' fronts sit together in one array, so that the scan reads nothing else; the
+//! messages behind a front (rare where lengths are many) wait in a pooled deque of their own.
 //! Newcomers are appended (they are the newest); the message being sent is held apart and, when
 //! overtaken, put back into the queue of its remaining length at its arrival position (binary
 //! search; it is usually near the front, being older than most).
@@ -48,6 +50,27 @@ use crate::{check_message, FlowId, Message, Packet, Policy, PolicyError};
 
 const ONE: i64 = 1 << 16;
 
+/// `x.round()` (halves away from zero) without a call into libm: for |x| < 2⁵², `x as i64`
+/// truncates exactly and the fraction `x − trunc(x)` is exact; larger values (and ±∞, NaN) are
+/// their own rounding.
+#[inline(always)]
+fn round_half_away(x: f64) -> f64 {
+    const BIG: f64 = (1u64 << 52) as f64;
+    if x.abs() < BIG {
+        let t = x as i64 as f64;
+        let f = x - t;
+        if f >= 0.5 {
+            t + 1.0
+        } else if f <= -0.5 {
+            t - 1.0
+        } else {
+            t
+        }
+    } else {
+        x
+    }
+}
+
 /// A waiting message: arrival clock (packets sent before it arrived), arrival sequence, body slot.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -56,20 +79,43 @@ struct Entry {
     slot: u32,
 }
 
-/// The messages of one remaining length, in arrival order.
-#[derive(Clone, Debug)]
-struct LenQueue {
+/// The front of one remaining length's queue (its oldest message, the strongest of the queue
+/// under any α), kept with the others' fronts in one contiguous array so that a scan reads no
+/// other memory.
+#[derive(Clone, Copy, Debug)]
+struct Front {
+    clock: u64,
+    seq: u64,
     rem: u32,
-    q: VecDeque<Entry>,
-    /// Position in `active` while not empty.
-    pos: u32,
+    slot: u32,
+    /// The queue's other messages, in arrival order: an index into `rests` ([`NONE`]: none).
+    rest: u32,
 }
 
-/// Remaining lengths below this find their queue by index; longer ones through a map.
+impl Front {
+    #[inline(always)]
+    fn entry(&self) -> Entry {
+        Entry { clock: self.clock, seq: self.seq, slot: self.slot }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, e: Entry) {
+        (self.clock, self.seq, self.slot) = (e.clock, e.seq, e.slot);
+    }
+}
+
+/// No queue front, no rest.
+const NONE: u32 = u32::MAX;
+
+/// Remaining lengths below this find their front by index; longer ones through a map.
 const DENSE: u32 = 1 << 16;
 
 /// Queued-packet counts up to this are kept exactly in the α histogram; above, one bin.
 const QBINS: usize = 1 << 16;
+
+/// α is kept in a table for queued-packet counts below `q_high` when there are at most this
+/// many of them.
+const TABLE: u64 = 1 << 12;
 
 /// Mean and percentiles of the α a tracking policy used, one sample per packet sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -93,14 +139,17 @@ pub struct TrackSched<T> {
     /// Display values of the limits, for the label.
     t: Tracking,
     in_order: bool,
-    /// Waiting messages, one queue per remaining length, each in arrival order.
-    queues: Vec<LenQueue>,
-    /// Queue of each remaining length below [`DENSE`] (`u32::MAX`: none yet).
-    qid: Vec<u32>,
-    /// Queue of each longer remaining length.
-    qid_big: HashMap<u32, u32>,
-    /// Queues that are not empty (unordered).
-    active: Vec<u32>,
+    /// Waiting messages, one queue per remaining length, each in arrival order: the fronts of
+    /// the non-empty queues (unordered), each with the rest of its queue.
+    fronts: Vec<Front>,
+    /// Position in `fronts` of each remaining length below [`DENSE`] ([`NONE`]: empty queue).
+    pos: Vec<u32>,
+    /// Position in `fronts` of each longer remaining length with a non-empty queue.
+    pos_big: HashMap<u32, u32>,
+    /// The queues behind their fronts (only where a queue holds more than one message), and
+    /// those not in use.
+    rests: Vec<VecDeque<Entry>>,
+    free_rests: Vec<u32>,
     head: Option<Entry>,
     bodies: Vec<Pending<T>>,
     free: Vec<u32>,
@@ -112,8 +161,10 @@ pub struct TrackSched<T> {
     messages: usize,
     /// §11: per flow, whether a message is outstanding, and those held behind it.
     flows: Vec<(bool, VecDeque<Entry>)>,
-    /// α samples: count per queued-packet value (the last bin holds all above).
-    qhist: Vec<u64>,
+    /// α samples: count per queued-packet value (the last bin holds all above), as differences
+    /// of consecutive counts (wrapping), so that a run of starts is recorded in O(1); see
+    /// [`Self::qhist`].
+    qdiff: Vec<u64>,
     alpha_sum: f64,
     /// `Some((lo, hi))`: the head beats every queue front under any α in `lo..=hi` (strictly, by
     /// rank alone), computed at the last scan, and nothing was queued since. Sending a packet
@@ -123,6 +174,11 @@ pub struct TrackSched<T> {
     /// The fewest queued packets at which α reaches `high` (`u64::MAX`: never), so that
     /// [`Self::alpha_at`] skips the rounding where α sits at its limit.
     q_high: u64,
+    /// The histogram's last bin, `min(QBINS, q_high)`: from `q_high` queued packets up every
+    /// start has α = `high`, so one bin holds them all without changing a statistic.
+    bins: usize,
+    /// α for each queued-packet count below `q_high`, when `q_high` ≤ [`TABLE`] (else empty).
+    table: Vec<i64>,
 }
 
 impl<T: Copy> TrackSched<T> {
@@ -134,10 +190,11 @@ impl<T: Copy> TrackSched<T> {
             gain: t.gain,
             t,
             in_order,
-            queues: Vec::new(),
-            qid: Vec::new(),
-            qid_big: HashMap::new(),
-            active: Vec::new(),
+            fronts: Vec::new(),
+            pos: Vec::new(),
+            pos_big: HashMap::new(),
+            rests: Vec::new(),
+            free_rests: Vec::new(),
             head: None,
             bodies: Vec::new(),
             free: Vec::new(),
@@ -146,12 +203,18 @@ impl<T: Copy> TrackSched<T> {
             packets: 0,
             messages: 0,
             flows: Vec::new(),
-            qhist: Vec::new(),
+            qdiff: Vec::new(),
             alpha_sum: 0.0,
             settled: None,
             q_high: u64::MAX,
+            bins: QBINS,
+            table: Vec::new(),
         };
         s.q_high = s.first_at_high();
+        s.bins = QBINS.min(usize::try_from(s.q_high).unwrap_or(usize::MAX));
+        if s.q_high <= TABLE {
+            s.table = (0..s.q_high).map(|q| s.alpha_exact(q)).collect();
+        }
         s
     }
 
@@ -184,13 +247,16 @@ impl<T: Copy> TrackSched<T> {
         if q >= self.q_high {
             return self.high;
         }
+        if let Some(&a) = self.table.get(q as usize) {
+            return a;
+        }
         self.alpha_exact(q)
     }
 
     /// α in fixed point for `q` queued packets: clamp(round(gain × q × 65536), low, high).
     #[inline(always)]
     fn alpha_exact(&self, q: u64) -> i64 {
-        let a = (self.gain * q as f64 * ONE as f64).round();
+        let a = round_half_away(self.gain * q as f64 * ONE as f64);
         let a = if a.is_finite() && a < i64::MAX as f64 { a as i64 } else { self.high };
         a.clamp(self.low, self.high)
     }
@@ -200,58 +266,91 @@ impl<T: Copy> TrackSched<T> {
         self.alpha_at(self.packets) as f64 / ONE as f64
     }
 
+    /// Counts one α sample in each histogram bin of `low..=top` queued packets (counts at and
+    /// above `bins` share the last bin): two entries of the difference array per range.
+    #[inline(always)]
+    fn count_range(&mut self, low: u64, top: u64) {
+        let bins = self.bins;
+        let last = (top as usize).min(bins);
+        if last + 1 >= self.qdiff.len() {
+            self.qdiff.resize(last + 2, 0);
+        }
+        if low < bins as u64 {
+            let end = (top as usize).min(bins - 1);
+            self.qdiff[low as usize] = self.qdiff[low as usize].wrapping_add(1);
+            self.qdiff[end + 1] = self.qdiff[end + 1].wrapping_sub(1);
+        }
+        if top >= bins as u64 {
+            // The starts with at least `bins` packets queued share the last bin.
+            let c = top + 1 - low.max(bins as u64);
+            self.qdiff[bins] = self.qdiff[bins].wrapping_add(c);
+            self.qdiff[bins + 1] = self.qdiff[bins + 1].wrapping_sub(c);
+        }
+    }
+
+    /// The α histogram: the count of packet starts per queued-packet value (the last bin,
+    /// `bins`, holds all at or above it), up to the largest value sampled.
+    fn qhist(&self) -> Vec<u64> {
+        let mut acc = 0u64;
+        let mut h: Vec<u64> = self
+            .qdiff
+            .iter()
+            .map(|&d| {
+                acc = acc.wrapping_add(d);
+                acc
+            })
+            .collect();
+        while h.last() == Some(&0) {
+            h.pop();
+        }
+        h
+    }
+
     #[inline(always)]
     fn record(&mut self, q: u64, alpha: i64) {
-        let i = (q as usize).min(QBINS);
-        if i >= self.qhist.len() {
-            self.qhist.resize(i + 1, 0);
-        }
-        self.qhist[i] += 1;
+        self.count_range(q, q);
         self.alpha_sum += alpha as f64 / ONE as f64;
     }
 
     /// [`Self::record`] for `m` packet starts in a row at α `alpha`, with `top`, `top − 1`, …,
     /// `top − m + 1` packets queued, giving the same histogram and the same `alpha_sum`, bit for
-    /// bit, as `m` calls would. The sum's terms are multiples of 2⁻¹⁶ (α is fixed point), so
-    /// while the sum stays below 2³⁷ every addition of the calls is exact and the sum is
-    /// `(65536·sum + m·alpha) / 65536` at once; beyond, the terms are added one by one.
+    /// bit, as `m` calls would (see [`Self::add_alphas`]).
     #[inline]
     fn record_many(&mut self, top: u64, m: u64, alpha: i64) {
         if m == 0 {
             return;
         }
-        let low = top + 1 - m;
-        let last = (top as usize).min(QBINS);
-        if last >= self.qhist.len() {
-            self.qhist.resize(last + 1, 0);
-        }
-        if top >= QBINS as u64 {
-            // The starts with at least QBINS packets queued share the last bin.
-            self.qhist[QBINS] += top + 1 - low.max(QBINS as u64);
-        }
-        if low < QBINS as u64 {
-            for c in &mut self.qhist[low as usize..=(top as usize).min(QBINS - 1)] {
-                *c += 1;
-            }
-        }
+        self.count_range(top + 1 - m, top);
+        self.add_alphas(u128::from(m) * alpha.max(0) as u128, alpha >= 0, m, |_, _| alpha);
+    }
+
+    /// Adds to `alpha_sum` the α of `m` packet starts, α(i) for the i-th of them (i = 0..m),
+    /// whose sum in fixed point is `total` (all of them ≥ 0 when `nonneg`), with the same
+    /// result, bit for bit, as adding α(i)/65536 one by one in order. The terms are multiples of
+    /// 2⁻¹⁶, so while the sum stays below 2³⁷ every one of those additions is exact and the sum
+    /// is `(65536·sum + total) / 65536` at once; beyond, the terms are added one by one.
+    #[inline(always)]
+    fn add_alphas(&mut self, total: u128, nonneg: bool, m: u64, alpha: impl Fn(&Self, u64) -> i64) {
         const EXACT: f64 = (1u64 << 37) as f64;
-        if alpha >= 0 && self.alpha_sum >= 0.0 && self.alpha_sum < EXACT {
-            // Exact: the sum is a multiple of 2⁻¹⁶ below 2³⁷.
-            let total = (self.alpha_sum * ONE as f64) as u128 + u128::from(m) * alpha as u128;
+        if nonneg && self.alpha_sum >= 0.0 && self.alpha_sum < EXACT {
+            // Exact: the sum is a multiple of 2⁻¹⁶ below 2³⁷, so 65536 times it is an integer
+            // below 2⁵³.
+            let total = u128::from((self.alpha_sum * ONE as f64) as u64) + total;
             if total <= 1u128 << 53 {
-                self.alpha_sum = total as f64 / ONE as f64;
+                self.alpha_sum = total as u64 as f64 / ONE as f64;
                 return;
             }
         }
-        for _ in 0..m {
-            self.alpha_sum += alpha as f64 / ONE as f64;
+        for i in 0..m {
+            self.alpha_sum += alpha(self, i) as f64 / ONE as f64;
         }
     }
 
     /// Records the α of the packet starts from now on, while the head `h` keeps the best rank
     /// without a scan (its α lies in the settled interval `lo..=hi`), up to `max` of them (at
     /// most the head's remaining packets): returns how many. α = `high` from `q_high` queued
-    /// packets up, so those starts are checked and recorded at once; below, one by one.
+    /// packets up, so those starts are checked and recorded at once; below, α is computed for
+    /// each start, and the run is recorded at once.
     #[inline]
     fn settled_run(&mut self, lo: i64, hi: i64, max: u64) -> u64 {
         let mut q = self.packets;
@@ -262,22 +361,34 @@ impl<T: Copy> TrackSched<T> {
             k = m;
             q -= m;
         }
-        while k < max {
-            let a = self.alpha_at(q);
-            if a < lo || a > hi {
-                break;
+        if k < max {
+            let top = q;
+            let mut total = 0u128;
+            while k < max {
+                let a = self.alpha_at(q);
+                if a < lo || a > hi {
+                    break;
+                }
+                total += a as u128;
+                k += 1;
+                q -= 1;
             }
-            self.record(q, a);
-            k += 1;
-            q -= 1;
+            if q < top {
+                self.count_range(q + 1, top);
+                // Every α is at least `low` ≥ 0.
+                self.add_alphas(total, self.low >= 0, top - q, |s, i| s.alpha_at(top - i));
+            }
         }
         k
     }
 
     /// The α used at the packet starts so far: mean (exact) and percentiles (exact while the
-    /// queue held at most 65536 packets; above, counted as 65536 queued packets).
+    /// queue held at most 65536 packets; above, counted as 65536 queued packets). The starts
+    /// with `q_high` or more packets queued share one bin: they share their α, `high`, so the
+    /// statistics are those of a bin per count.
     pub fn alpha_stats(&self) -> AlphaStats {
-        let n: u64 = self.qhist.iter().sum();
+        let qhist = self.qhist();
+        let n: u64 = qhist.iter().sum();
         if n == 0 {
             return AlphaStats::default();
         }
@@ -285,16 +396,16 @@ impl<T: Copy> TrackSched<T> {
         let quantile = |p: f64| {
             let target = ((p * n as f64).ceil() as u64).clamp(1, n);
             let mut acc = 0;
-            for (q, &c) in self.qhist.iter().enumerate() {
+            for (q, &c) in qhist.iter().enumerate() {
                 acc += c;
                 if acc >= target {
                     return a(q);
                 }
             }
-            a(self.qhist.len() - 1)
+            a(qhist.len() - 1)
         };
-        let first = self.qhist.iter().position(|&c| c > 0).unwrap_or(0);
-        let last = self.qhist.iter().rposition(|&c| c > 0).unwrap_or(0);
+        let first = qhist.iter().position(|&c| c > 0).unwrap_or(0);
+        let last = qhist.iter().rposition(|&c| c > 0).unwrap_or(0);
         AlphaStats {
             samples: n,
             mean: self.alpha_sum / n as f64,
@@ -306,51 +417,87 @@ impl<T: Copy> TrackSched<T> {
         }
     }
 
-    /// Priority of `e` (remaining length `rem`) under α `alpha`, with the arrival order: the
-    /// lowest is served first.
+    /// Priority under α `alpha` of a message of remaining length `rem` that arrived at clock
+    /// `clock` as number `seq`: the lowest is served first.
     #[inline(always)]
-    fn rank(alpha: i64, rem: u32, e: &Entry) -> (i128, u64) {
-        (i128::from(alpha) * i128::from(rem) + i128::from(e.clock) * i128::from(ONE), e.seq)
+    fn rank(alpha: i64, rem: u32, clock: u64, seq: u64) -> (i128, u64) {
+        (i128::from(alpha) * i128::from(rem) + i128::from(clock) * i128::from(ONE), seq)
     }
 
-    /// The queue of remaining length `rem`, made on first use.
-    #[inline]
-    fn queue_of(&mut self, rem: u32) -> usize {
-        let found = if rem < DENSE { self.qid.get(rem as usize).copied() } else { self.qid_big.get(&rem).copied() };
-        match found {
-            Some(id) if id != u32::MAX => id as usize,
-            _ => {
-                let id = self.queues.len() as u32;
-                self.queues.push(LenQueue { rem, q: VecDeque::new(), pos: u32::MAX });
-                if rem < DENSE {
-                    if rem as usize >= self.qid.len() {
-                        self.qid.resize(rem as usize + 1, u32::MAX);
-                    }
-                    self.qid[rem as usize] = id;
-                } else {
-                    self.qid_big.insert(rem, id);
-                }
-                id as usize
-            }
+    /// Position in `fronts` of the queue of remaining length `rem` ([`NONE`]: empty).
+    #[inline(always)]
+    fn pos_of(&self, rem: u32) -> u32 {
+        if rem < DENSE {
+            self.pos.get(rem as usize).copied().unwrap_or(NONE)
+        } else {
+            self.pos_big.get(&rem).copied().unwrap_or(NONE)
         }
+    }
+
+    #[inline(always)]
+    fn set_pos(&mut self, rem: u32, p: u32) {
+        if rem < DENSE {
+            if rem as usize >= self.pos.len() {
+                self.pos.resize(rem as usize + 1, NONE);
+            }
+            self.pos[rem as usize] = p;
+        } else if p == NONE {
+            self.pos_big.remove(&rem);
+        } else {
+            self.pos_big.insert(rem, p);
+        }
+    }
+
+    /// Makes `e` the front of the (empty) queue of remaining length `rem`.
+    #[inline(always)]
+    fn open(&mut self, rem: u32, e: Entry) {
+        let p = self.fronts.len() as u32;
+        self.fronts.push(Front { clock: e.clock, seq: e.seq, rem, slot: e.slot, rest: NONE });
+        self.set_pos(rem, p);
+    }
+
+    /// The rest of the queue whose front is at `p`, made (or reused) on first use.
+    #[inline]
+    fn rest_of(&mut self, p: usize) -> usize {
+        let r = self.fronts[p].rest;
+        if r != NONE {
+            return r as usize;
+        }
+        let r = match self.free_rests.pop() {
+            Some(r) => r,
+            None => {
+                self.rests.push(VecDeque::new());
+                (self.rests.len() - 1) as u32
+            }
+        };
+        self.fronts[p].rest = r;
+        r as usize
     }
 
     /// Puts `e` (remaining length `rem`) into its queue at its arrival position.
     #[inline]
     fn insert(&mut self, rem: u32, e: Entry) {
         self.settled = None;
-        let id = self.queue_of(rem);
-        let lq = &mut self.queues[id];
-        if lq.q.is_empty() {
-            lq.pos = self.active.len() as u32;
-            self.active.push(id as u32);
+        let p = self.pos_of(rem);
+        if p == NONE {
+            return self.open(rem, e);
         }
-        match lq.q.back() {
+        let p = p as usize;
+        let r = self.rest_of(p);
+        let f = &mut self.fronts[p];
+        let q = &mut self.rests[r];
+        if e.seq < f.seq {
+            // The new front; the old one heads the rest.
+            q.push_front(f.entry());
+            f.set(e);
+            return;
+        }
+        match q.back() {
             Some(b) if b.seq > e.seq => {
-                let i = lq.q.partition_point(|x| x.seq < e.seq);
-                lq.q.insert(i, e);
+                let i = q.partition_point(|x| x.seq < e.seq);
+                q.insert(i, e);
             }
-            _ => lq.q.push_back(e),
+            _ => q.push_back(e),
         }
     }
 
@@ -363,35 +510,43 @@ impl<T: Copy> TrackSched<T> {
         let (Some(h), Some(range)) = (self.head, self.settled) else {
             return self.insert(rem, e);
         };
-        let id = self.queue_of(rem);
-        let lq = &mut self.queues[id];
-        debug_assert!(lq.q.back().is_none_or(|b| b.seq < e.seq), "a newcomer is the newest");
-        let front = lq.q.is_empty();
-        if front {
-            lq.pos = self.active.len() as u32;
-            self.active.push(id as u32);
-        }
-        lq.q.push_back(e);
-        if front {
+        let p = self.pos_of(rem);
+        if p == NONE {
+            self.open(rem, e);
             let rh = self.bodies[h.slot as usize].left;
             self.settled = Some(Self::narrow(range, rh, h.clock, rem, e.clock));
+        } else {
+            let r = self.rest_of(p as usize);
+            let q = &mut self.rests[r];
+            debug_assert!(q.back().is_none_or(|b| b.seq < e.seq), "a newcomer is the newest");
+            q.push_back(e);
         }
     }
 
-    /// Takes the front of queue `id`.
+    /// Takes the front at position `p` of `fronts`.
     #[inline]
-    fn take_front(&mut self, id: u32) -> Entry {
-        let lq = &mut self.queues[id as usize];
-        let e = lq.q.pop_front().expect("an active queue is not empty");
-        if lq.q.is_empty() {
-            let p = lq.pos as usize;
-            lq.pos = u32::MAX;
-            self.active.swap_remove(p);
-            if let Some(&moved) = self.active.get(p) {
-                self.queues[moved as usize].pos = p as u32;
+    fn take_front(&mut self, p: usize) -> Entry {
+        let f = self.fronts[p];
+        if f.rest != NONE {
+            // The next of its queue becomes the front.
+            let q = &mut self.rests[f.rest as usize];
+            let next = q.pop_front().expect("a rest is not empty");
+            let empty = q.is_empty();
+            let fr = &mut self.fronts[p];
+            fr.set(next);
+            if empty {
+                fr.rest = NONE;
+                self.free_rests.push(f.rest);
+            }
+        } else {
+            self.fronts.swap_remove(p);
+            self.set_pos(f.rem, NONE);
+            if let Some(moved) = self.fronts.get(p) {
+                let rem = moved.rem;
+                self.set_pos(rem, p as u32);
             }
         }
-        e
+        f.entry()
     }
 
     /// Decides who sends the next packet (the best message under the current α) and sends it.
@@ -412,31 +567,52 @@ impl<T: Copy> TrackSched<T> {
             }
         }
         // The best queue front.
-        let mut best: Option<(u32, (i128, u64))> = None;
-        for &id in &self.active {
-            let lq = &self.queues[id as usize];
-            let f = lq.q.front().expect("an active queue is not empty");
-            let k = Self::rank(alpha, lq.rem, f);
-            if best.is_none_or(|(_, b)| k < b) {
-                best = Some((id, k));
+        let mut best: Option<(usize, (i128, u64))> = None;
+        if self.narrow_ranks(alpha) {
+            // Every rank fits 64 bits: the same comparisons, in 64-bit arithmetic.
+            let (mut bi, mut bk) = (usize::MAX, (i64::MAX, u64::MAX));
+            for (i, f) in self.fronts.iter().enumerate() {
+                let k = (alpha * i64::from(f.rem) + ((f.clock as i64) << 16), f.seq);
+                if k < bk {
+                    (bi, bk) = (i, k);
+                }
+            }
+            if bi != usize::MAX {
+                best = Some((bi, (i128::from(bk.0), bk.1)));
+            }
+        } else {
+            for (i, f) in self.fronts.iter().enumerate() {
+                let k = Self::rank(alpha, f.rem, f.clock, f.seq);
+                if best.is_none_or(|(_, b)| k < b) {
+                    best = Some((i, k));
+                }
             }
         }
         let head = match (self.head, best) {
-            (Some(h), Some((id, k))) => {
+            (Some(h), Some((p, k))) => {
                 let hrem = self.bodies[h.slot as usize].left;
-                if k < Self::rank(alpha, hrem, &h) {
+                if k < Self::rank(alpha, hrem, h.clock, h.seq) {
+                    let e = self.take_front(p);
                     self.insert(hrem, h);
-                    self.take_front(id)
+                    e
                 } else {
                     h
                 }
             }
             (Some(h), None) => h,
-            (None, Some((id, _))) => self.take_front(id),
+            (None, Some((p, _))) => self.take_front(p),
             (None, None) => unreachable!("messages are queued"),
         };
         self.settled = Some(self.reach(head));
         Some(self.send(head))
+    }
+
+    /// Whether every rank under α `alpha` (fixed point) fits 64 bits: α < 2³⁰ and remaining
+    /// lengths below 2³² give α·r < 2⁶², and arrival clocks (at most the clock now) below 2⁴⁵
+    /// give 65536·c < 2⁶¹; so do the clock differences of [`Self::reach`].
+    #[inline(always)]
+    fn narrow_ranks(&self, alpha: i64) -> bool {
+        (0..1 << 30).contains(&alpha) && self.clock < 1 << 45
     }
 
     /// The α (fixed point) under which `head` beats every queue front by rank alone:
@@ -445,15 +621,67 @@ impl<T: Copy> TrackSched<T> {
     /// α·d < −e: an upper bound ⌊(−e−1)/d⌋ when d > 0, a lower bound ⌊e/−d⌋ + 1 when d < 0,
     /// nothing when d = 0 (then the arrival order decides, whatever α is). Ties in rank
     /// (decided by arrival order) fall outside, which only costs a scan.
+    ///
+    /// The interval is that of [`Self::narrow`] applied to every front in turn, computed with
+    /// one division per side: ⌊·⌋ and the clamp to 64 bits are non-decreasing, so the least
+    /// upper bound is ⌊the least fraction (−e−1)/d⌋ and the greatest lower bound ⌊the greatest
+    /// fraction e/−d⌋ + 1; fractions (positive denominators below 2³³, numerators below 2⁸¹ in
+    /// magnitude) are compared by cross-multiplication in 128 bits.
     fn reach(&self, head: Entry) -> (i64, i64) {
         let rh = self.bodies[head.slot as usize].left;
-        let mut range = (i64::MIN, i64::MAX);
-        for &id in &self.active {
-            let lq = &self.queues[id as usize];
-            let f = lq.q.front().expect("an active queue is not empty");
-            range = Self::narrow(range, rh, head.clock, lq.rem, f.clock);
+        if self.clock >= 1 << 45 {
+            // Clock differences beyond 64 bits: one bound at a time.
+            return self.fronts.iter().fold((i64::MIN, i64::MAX), |r, f| Self::narrow(r, rh, head.clock, f.rem, f.clock));
         }
-        range
+        // Every clock difference times 65536 fits 64 bits (below 2⁶¹), as does every
+        // difference of remaining lengths; their products are taken in 128 bits.
+        let (mut up, mut down) = ((0i64, 0i64), (0i64, 0i64));
+        for f in &self.fronts {
+            let d = i64::from(rh) - i64::from(f.rem);
+            let e = (head.clock as i64 - f.clock as i64) << 16;
+            if d > 0 {
+                let n = -e - 1;
+                if up.1 == 0 || i128::from(n) * i128::from(up.1) < i128::from(up.0) * i128::from(d) {
+                    up = (n, d);
+                }
+            } else if d < 0 && (down.1 == 0 || i128::from(e) * i128::from(down.1) > i128::from(down.0) * i128::from(-d)) {
+                down = (e, -d);
+            }
+        }
+        let hi = if up.1 == 0 { i64::MAX } else { up.0.div_euclid(up.1) };
+        let lo = if down.1 == 0 { i64::MIN } else { down.0.div_euclid(down.1) + 1 };
+        (lo, hi)
+    }
+
+    /// [`Self::reach`] in 128-bit arithmetic throughout (the rule the 64-bit form follows; kept
+    /// for the tests).
+    #[cfg(test)]
+    fn reach_wide(&self, head: Entry) -> (i64, i64) {
+        let rh = self.bodies[head.slot as usize].left;
+        // The least (−e−1)/d over d > 0 and the greatest e/−d over d < 0, as (numerator,
+        // denominator); a zero denominator: none yet.
+        let (mut up, mut down) = ((0i128, 0i128), (0i128, 0i128));
+        for f in &self.fronts {
+            let d = i128::from(rh) - i128::from(f.rem);
+            let e = (i128::from(head.clock) - i128::from(f.clock)) * i128::from(ONE);
+            if d > 0 {
+                let n = -e - 1;
+                if up.1 == 0 || n * up.1 < up.0 * d {
+                    up = (n, d);
+                }
+            } else if d < 0 && (down.1 == 0 || e * down.1 > down.0 * -d) {
+                down = (e, -d);
+            }
+        }
+        let clamp = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        // 64-bit division where both fit: the same quotient as 128-bit division.
+        let floor = |(n, d): (i128, i128)| match (i64::try_from(n), i64::try_from(d)) {
+            (Ok(n), Ok(d)) => i128::from(n.div_euclid(d)),
+            _ => n.div_euclid(d),
+        };
+        let hi = if up.1 == 0 { i64::MAX } else { clamp(floor(up)) };
+        let lo = if down.1 == 0 { i64::MIN } else { clamp(floor(down) + 1) };
+        (lo, hi)
     }
 
     /// `range` (an interval of α in fixed point) narrowed to the α under which a head of `rh`
@@ -596,16 +824,18 @@ impl<T: Copy> Policy<T> for TrackSched<T> {
         // A lone message is the only one queued at each of its packet starts: it is chosen each
         // time, with α computed from its own remaining packets, which is recorded as it would be.
         debug_assert!(self.is_empty());
-        // From `q_high` queued packets up α is `high`: those starts are recorded at once.
+        // From `q_high` queued packets up α is `high`: those starts are recorded at once; the
+        // others (q down to 1) likewise, once their α is summed.
         let mut q = packets;
         if q >= self.q_high.max(1) {
             let m = q - self.q_high.max(1) + 1;
             self.record_many(q, m, self.high);
             q -= m;
         }
-        for q in (1..=q).rev() {
-            let a = self.alpha_at(q);
-            self.record(q, a);
+        if q > 0 {
+            let total: u128 = (1..=q).map(|q| self.alpha_at(q) as u128).sum();
+            self.count_range(1, q);
+            self.add_alphas(total, self.low >= 0, q, |s, i| s.alpha_at(q - i));
         }
         self.clock += packets;
         true
@@ -769,14 +999,20 @@ mod tests {
         ) {
             let t = tr(low, low + span, gain);
             let (mut one, mut bulk) = (TrackSched::new(t, in_order), TrackSched::new(t, in_order));
+            // A bin per queued-packet count up to QBINS, rather than one from `q_high` up.
+            let mut wide = TrackSched::new(t, in_order);
+            wide.bins = QBINS;
             let mut id = 0u32;
             for op in ops {
                 match op {
                     Op::Arrive { flow, len } => {
+                        wide.enqueue(Message::new(id, flow, len)).unwrap();
                         if one.is_empty() && flow == 0 {
                             // A lone message: passed through one, bypassed by the other.
                             one.enqueue(Message::new(id, flow, len)).unwrap();
-                            while one.dequeue().is_some() {}
+                            while one.dequeue().is_some() {
+                                prop_assert!(wide.dequeue().is_some());
+                            }
                             prop_assert!(bulk.bypass(u64::from(len)));
                         } else {
                             one.enqueue(Message::new(id, flow, len)).unwrap();
@@ -789,7 +1025,10 @@ mod tests {
                         let mut want = Vec::new();
                         for i in 0..n {
                             match one.dequeue() {
-                                Some(pk) => if pk.last { want.push((i, pk.item)); },
+                                Some(pk) => {
+                                    prop_assert_eq!(wide.dequeue().map(|w| (w.item, w.last)), Some((pk.item, pk.last)));
+                                    if pk.last { want.push((i, pk.item)); }
+                                }
                                 None => break,
                             }
                         }
@@ -800,9 +1039,37 @@ mod tests {
                 }
                 prop_assert_eq!(one.queued_packets(), bulk.queued_packets());
             }
-            prop_assert_eq!(&one.qhist, &bulk.qhist);
+            prop_assert_eq!(one.qhist(), bulk.qhist());
             prop_assert_eq!(one.alpha_sum.to_bits(), bulk.alpha_sum.to_bits());
             prop_assert_eq!(one.alpha_stats(), bulk.alpha_stats());
+            prop_assert_eq!(wide.alpha_stats(), one.alpha_stats());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// The settled interval computed with one division per side (64-bit, and 128-bit) is
+        /// the interval narrowed one front at a time, for every front as the head; clocks from
+        /// a few packets to beyond 2⁴⁵ (where the 64-bit form steps aside).
+        #[test]
+        fn reach_is_the_fold_of_narrow(
+            msgs in proptest::collection::vec(
+                (prop_oneof![1u32..30, 1u32..5000, 60_000u32..70_000], prop_oneof![0u64..1000, 0u64..1 << 40, 0u64..1 << 58]),
+                1..40,
+            ),
+        ) {
+            let mut p = TrackSched::<u32>::new(tr(1.0, 100.0, 1.0), false);
+            for (i, &(len, dc)) in msgs.iter().enumerate() {
+                p.clock += dc;
+                p.enqueue(Message::new(i as u32, 0, len)).unwrap();
+            }
+            for f in p.fronts.clone() {
+                let h = f.entry();
+                let rh = p.bodies[h.slot as usize].left;
+                let fold = p.fronts.iter().fold((i64::MIN, i64::MAX), |r, g| TrackSched::<u32>::narrow(r, rh, h.clock, g.rem, g.clock));
+                prop_assert_eq!(p.reach(h), fold);
+                prop_assert_eq!(p.reach_wide(h), fold);
+            }
         }
     }
 
@@ -810,7 +1077,8 @@ mod tests {
     /// and where the α sum leaves the range in which its additions are exact.
     #[test]
     fn record_many_equals_single_records() {
-        let t = tr(1.0, 100.0, 1.0);
+        // α reaches `high` only at 102,400 queued packets: the histogram's last bin is QBINS.
+        let t = tr(1.0, 100.0, 1.0 / 1024.0);
         let cases: [(f64, u64, u64, i64); 6] = [
             (0.0, 10, 10, 100 << 16),
             (3.5, (QBINS + 5) as u64, 20, 7 << 16),
@@ -827,9 +1095,47 @@ mod tests {
             for q in (top + 1 - m..=top).rev() {
                 b.record(q, alpha);
             }
-            assert_eq!(a.qhist, b.qhist, "{sum} {top} {m}");
+            assert_eq!(a.qhist(), b.qhist(), "{sum} {top} {m}");
             assert_eq!(a.alpha_sum.to_bits(), b.alpha_sum.to_bits(), "{sum} {top} {m}: {} vs {}", a.alpha_sum, b.alpha_sum);
         }
+    }
+
+    /// `round_half_away` is `f64::round` (up to the sign of zero), at the halves, near 2⁵² and
+    /// beyond, and at random values of the size α takes.
+    #[test]
+    fn round_half_away_is_round() {
+        let two52 = (1u64 << 52) as f64;
+        let mut xs = vec![
+            0.0,
+            0.5,
+            0.49999999999999994,
+            1.5,
+            2.5,
+            -0.5,
+            -2.5,
+            -0.49999999999999994,
+            two52 - 0.5,
+            two52 - 1.5,
+            two52,
+            two52 + 1.0,
+            2.0 * two52 + 2.0,
+            1e300,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let mut x = 0.123_456_789f64;
+        for _ in 0..100_000 {
+            x = (x * 7919.0 + 0.37).fract();
+            xs.push(x * 6_553_600.0);
+            xs.push(-x * 1e12);
+            xs.push(x * 3.0 * 65536.0);
+        }
+        for x in xs {
+            let (a, b) = (round_half_away(x), x.round());
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{x}: {a} vs {b}");
+        }
+        assert!(round_half_away(f64::NAN).is_nan());
     }
 
     #[test]
