@@ -933,10 +933,14 @@ mod tests {
             gain in prop_oneof![Just(1.0f64), 0.0f64..3.0],
             in_order in any::<bool>(),
             bulk in any::<bool>(),
+            // A clock that starts just below 2⁴⁵ crosses from the 64-bit scan and interval
+            // to the 128-bit ones within the case.
+            start in prop_oneof![3 => Just(0u64), 1 => Just((1u64 << 45) - 64)],
         ) {
             let t = tr(low, low + span, gain);
             let mut p = TrackSched::new(t, in_order);
-            let mut r = Reference { t, in_order, msgs: Vec::new(), clock: 0, seq: 0 };
+            p.clock = start;
+            let mut r = Reference { t, in_order, msgs: Vec::new(), clock: start, seq: 0 };
             let mut id = 0u32;
             for op in ops {
                 match op {
