@@ -49,6 +49,9 @@ pub struct LenRange {
     pub frac: f64,
 }
 
+/// Slots of [`LengthDist`]'s guide to its cumulative table (a power of two).
+const GUIDE: usize = 1024;
+
 /// A message-length distribution: a mixture of uniform integer ranges (the listing's `-m`, a
 /// `--dist` file, or a named workload's exact packet distribution).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -57,6 +60,11 @@ pub struct LengthDist {
     /// Cumulative probabilities, same order as `ranges`.
     #[serde(skip)]
     cum: Vec<f64>,
+    /// Where [`LengthDist::sample`]'s bisection over `cum` starts for u in [j/G, (j+1)/G)
+    /// (G = [`GUIDE`]): `guide[j]` is its answer for u = j/G, so a draw searches only
+    /// `cum[guide[j]..guide[j + 1]]`, a few entries, instead of hundreds (named workloads).
+    #[serde(skip)]
+    guide: Vec<u32>,
     /// The named workload this distribution was read from, with how it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<Workload>,
@@ -102,8 +110,14 @@ impl LengthDist {
                 acc += r.frac;
                 acc
             })
-            .collect();
-        LengthDist { ranges, cum, workload: None }
+            .collect::<Vec<f64>>();
+        let guide = if cum.len() > 8 {
+            let below = &cum[..cum.len() - 1];
+            (0..=GUIDE).map(|j| below.partition_point(|&c| j as f64 / GUIDE as f64 >= c) as u32).collect()
+        } else {
+            Vec::new()
+        };
+        LengthDist { ranges, cum, guide, workload: None }
     }
 
     /// The named workload `name` (see `schedlab workloads`) read with `reading` (`None`: the
@@ -241,8 +255,18 @@ impl LengthDist {
     pub fn sample(&self, u: f64) -> u32 {
         let mut i = 0;
         if self.cum.len() > 8 {
-            // Many ranges (a named workload): the same index, by bisection.
-            i = self.cum[..self.cum.len() - 1].partition_point(|&c| u >= c);
+            // Many ranges (a named workload): the same index, by bisection within the guide's
+            // bounds. The index is non-decreasing in u, and j/G ≤ u < (j+1)/G exactly (G is a
+            // power of two), so it lies between the guide's entries j and j + 1.
+            let below = &self.cum[..self.cum.len() - 1];
+            i = match self.guide.as_slice() {
+                [] => below.partition_point(|&c| u >= c),
+                guide => {
+                    let j = ((u * GUIDE as f64) as usize).min(GUIDE - 1);
+                    let (lo, hi) = (guide[j] as usize, guide[j + 1] as usize);
+                    lo + below[lo..hi].partition_point(|&c| u >= c)
+                }
+            };
         } else {
             while i + 1 < self.cum.len() && u >= self.cum[i] {
                 i += 1;
@@ -632,6 +656,42 @@ mod tests {
     }
 
     use super::*;
+
+    /// The guided bisection picks the range the whole bisection picks, for every named
+    /// workload: at random u, at each cumulative boundary and its neighbouring doubles, and at
+    /// the guide's own slot edges.
+    #[test]
+    fn guided_sampling_equals_the_whole_bisection() {
+        let whole = |d: &LengthDist, u: f64| {
+            let i = d.cum[..d.cum.len() - 1].partition_point(|&c| u >= c);
+            let r = &d.ranges[i];
+            if r.low == r.high {
+                return r.low;
+            }
+            let lo = if i == 0 { 0.0 } else { d.cum[i - 1] };
+            let within = ((u - lo) / r.frac).clamp(0.0, 1.0 - 1e-12);
+            r.low + (within * f64::from(r.high - r.low + 1)) as u32
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for name in ["w1", "w2", "w3", "w4", "w5", "pfabric-websearch", "pfabric-datamining"] {
+            let d = LengthDist::workload(name, None, None).unwrap();
+            if d.cum.len() <= 8 {
+                continue;
+            }
+            assert_eq!(d.guide.len(), GUIDE + 1, "{name}");
+            let mut us: Vec<f64> = (0..GUIDE).map(|j| j as f64 / GUIDE as f64).collect();
+            for &c in &d.cum {
+                us.extend([c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)]);
+            }
+            for _ in 0..200_000 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                us.push((seed >> 11) as f64 / (1u64 << 53) as f64);
+            }
+            for u in us.into_iter().filter(|u| (0.0..1.0).contains(u)) {
+                assert_eq!(d.sample(u), whole(&d, u), "{name} at u = {u:e}");
+            }
+        }
+    }
 
     /// A count near `u64::MAX` is refused with the limit, not an overflow (found by the
     /// `sim_parsers` fuzz target).
