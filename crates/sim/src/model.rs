@@ -253,25 +253,7 @@ impl LengthDist {
     /// Draws a length from `u` uniform in [0, 1): pick the range, then a uniform integer in it.
     #[inline]
     pub fn sample(&self, u: f64) -> u32 {
-        let mut i = 0;
-        if self.cum.len() > 8 {
-            // Many ranges (a named workload): the same index, by bisection within the guide's
-            // bounds. The index is non-decreasing in u, and j/G ≤ u < (j+1)/G exactly (G is a
-            // power of two), so it lies between the guide's entries j and j + 1.
-            let below = &self.cum[..self.cum.len() - 1];
-            i = match self.guide.as_slice() {
-                [] => below.partition_point(|&c| u >= c),
-                guide => {
-                    let j = ((u * GUIDE as f64) as usize).min(GUIDE - 1);
-                    let (lo, hi) = (guide[j] as usize, guide[j + 1] as usize);
-                    lo + below[lo..hi].partition_point(|&c| u >= c)
-                }
-            };
-        } else {
-            while i + 1 < self.cum.len() && u >= self.cum[i] {
-                i += 1;
-            }
-        }
+        let i = self.range_of(u);
         let r = &self.ranges[i];
         if r.low == r.high {
             return r.low;
@@ -279,6 +261,26 @@ impl LengthDist {
         let lo = if i == 0 { 0.0 } else { self.cum[i - 1] };
         let within = ((u - lo) / r.frac).clamp(0.0, 1.0 - 1e-12);
         r.low + (within * f64::from(r.high - r.low + 1)) as u32
+    }
+
+    /// The range `u` falls in: the number of cumulative bounds (the last excluded) at or below it.
+    #[inline(always)]
+    fn range_of(&self, u: f64) -> usize {
+        if self.cum.len() > 8 {
+            // Many ranges (a named workload; the guide is built for them): the bisection within
+            // the guide's bounds. The index is non-decreasing in u, and j/G ≤ u < (j+1)/G exactly
+            // (G is a power of two), so it lies between the guide's entries j and j + 1.
+            let below = &self.cum[..self.cum.len() - 1];
+            let j = ((u * GUIDE as f64) as usize).min(GUIDE - 1);
+            let (lo, hi) = (self.guide[j] as usize, self.guide[j + 1] as usize);
+            lo + below[lo..hi].partition_point(|&c| u >= c)
+        } else {
+            let mut i = 0;
+            while i + 1 < self.cum.len() && u >= self.cum[i] {
+                i += 1;
+            }
+            i
+        }
     }
 }
 
@@ -657,21 +659,13 @@ mod tests {
 
     use super::*;
 
-    /// The guided bisection picks the range the whole bisection picks, for every named
+    /// The guided bisection picks the range the whole bisection picks (then `sample` maps it to a
+    /// length as before), for every named
     /// workload: at random u, at each cumulative boundary and its neighbouring doubles, and at
     /// the guide's own slot edges.
     #[test]
     fn guided_sampling_equals_the_whole_bisection() {
-        let whole = |d: &LengthDist, u: f64| {
-            let i = d.cum[..d.cum.len() - 1].partition_point(|&c| u >= c);
-            let r = &d.ranges[i];
-            if r.low == r.high {
-                return r.low;
-            }
-            let lo = if i == 0 { 0.0 } else { d.cum[i - 1] };
-            let within = ((u - lo) / r.frac).clamp(0.0, 1.0 - 1e-12);
-            r.low + (within * f64::from(r.high - r.low + 1)) as u32
-        };
+        let whole = |d: &LengthDist, u: f64| d.cum[..d.cum.len() - 1].partition_point(|&c| u >= c);
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         for name in ["w1", "w2", "w3", "w4", "w5", "pfabric-websearch", "pfabric-datamining"] {
             let d = LengthDist::workload(name, None, None).unwrap();
@@ -688,7 +682,7 @@ mod tests {
                 us.push((seed >> 11) as f64 / (1u64 << 53) as f64);
             }
             for u in us.into_iter().filter(|u| (0.0..1.0).contains(u)) {
-                assert_eq!(d.sample(u), whole(&d, u), "{name} at u = {u:e}");
+                assert_eq!(d.range_of(u), whole(&d, u), "{name} at u = {u:e}");
             }
         }
     }
