@@ -32,14 +32,17 @@
 //!   emulated link, the queue limit, the trace);
 //! - [`threads`]: the run itself: client threads, the scheduler thread, distributed mode's
 //!   scheduler role;
-//! - [`results`]: what a run measured, per client and from the scheduler's view.
+//! - [`results`]: what a run measured, per client and from the scheduler's view;
+//! - [`error`]: why a run could not start or finish ([`HarnessError`]).
 
 pub mod core;
+pub mod error;
 pub mod policy;
 pub mod results;
 pub mod threads;
 
 pub use self::core::{Core, SchedCounters, TraceEvent, VISIT};
+pub use self::error::HarnessError;
 pub use self::policy::{alg_error, message_level, EntryAlphas, Item, PolicySpec, WithAlpha};
 pub use self::results::{ClientResult, DistCost, RunResult, SchedView, TsRecord};
 pub use self::threads::{run, CLIENT_SCHED_BUDGET, IDLE_BEFORE_SLEEP, TRYLOCK_SAMPLE};

@@ -13,6 +13,7 @@ use schedlab_report::disturb::{Disturbance, Probe};
 use schedlab_report::machine::{pin_current_thread, ThreadInfo};
 use schedlab_report::HistRecorder;
 
+use super::error::HarnessError;
 use super::{
     client_placement, message_level, ClientResult, Config, Core, DistCost, EntryAlphas, Item, PolicySpec, RunResult, SchedView,
     TsRecord, WithAlpha,
@@ -187,7 +188,7 @@ fn spin_until(clock: &Clock, t: u64, y: &mut RtYield, phase: &AtomicU8) {
 /// The run is compiled once per policy type (the `-alg` choice is matched here, once), so the
 /// scheduler's per-packet policy calls are direct and inlined rather than dispatched through
 /// [`AnyPolicy`] at every call.
-pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
+pub fn run(cfg: &Config, interrupt: &AtomicBool) -> Result<RunResult, HarnessError> {
     let opts = BuildOptions::default().flows(&cfg.flows);
     match cfg.alg.build::<Item>(&opts) {
         // prio: each message's α comes from its traffic entry (`alpha:X`), found by ring position.
@@ -201,7 +202,7 @@ pub fn run(cfg: &Config, interrupt: &AtomicBool) -> anyhow::Result<RunResult> {
     }
 }
 
-fn run_any(cfg: &Config, interrupt: &AtomicBool, p: AnyPolicy<Item>) -> anyhow::Result<RunResult> {
+fn run_any(cfg: &Config, interrupt: &AtomicBool, p: AnyPolicy<Item>) -> Result<RunResult, HarnessError> {
     match p {
         AnyPolicy::Fifo(p) => run_with(cfg, interrupt, p, None),
         AnyPolicy::RoundRobin(p) => run_with(cfg, interrupt, p, None),
@@ -219,17 +220,19 @@ fn run_with<P: Policy<Item> + Send + 'static>(
     interrupt: &AtomicBool,
     policy: P,
     entries: Option<Arc<EntryAlphas>>,
-) -> anyhow::Result<RunResult> {
-    anyhow::ensure!(cfg.threads >= 1, "need at least one client thread (-t)");
-    anyhow::ensure!(
-        (1..=crate::ring::MAX_CAPACITY).contains(&cfg.queue),
-        "the queue size (-q) must be in 1..={}",
-        crate::ring::MAX_CAPACITY
-    );
-    if let Some(s) = cfg.traffic.programs.iter().flatten().find(|s| s.pkt_len > crate::ring::MAX_LEN) {
-        anyhow::bail!("packet length {} exceeds {} bytes", s.pkt_len, crate::ring::MAX_LEN);
+) -> Result<RunResult, HarnessError> {
+    if cfg.threads < 1 {
+        return Err(HarnessError::NoClients);
     }
-    anyhow::ensure!(cfg.traffic.programs.len() == cfg.threads, "one program per client thread");
+    if !(1..=crate::ring::MAX_CAPACITY).contains(&cfg.queue) {
+        return Err(HarnessError::QueueSize { max: crate::ring::MAX_CAPACITY });
+    }
+    if let Some(s) = cfg.traffic.programs.iter().flatten().find(|s| s.pkt_len > crate::ring::MAX_LEN) {
+        return Err(HarnessError::PacketTooLong { len: s.pkt_len, max: crate::ring::MAX_LEN });
+    }
+    if cfg.traffic.programs.len() != cfg.threads {
+        return Err(HarnessError::Programs);
+    }
     if message_level(&cfg.alg) {
         if let Some((i, s)) = cfg
             .traffic
@@ -238,23 +241,13 @@ fn run_with<P: Policy<Item> + Send + 'static>(
             .enumerate()
             .find_map(|(i, p)| p.iter().find(|s| s.burst as usize > cfg.queue).map(|s| (i, s)))
         {
-            anyhow::bail!(
-                "thread {i} sends bursts of {} packets but the queue (-q) holds {}: with -alg {} a burst is one \
-                 message and must fit in the queue; raise -q",
-                s.burst,
-                cfg.queue,
-                cfg.alg
-            );
+            return Err(HarnessError::BurstOverQueue { thread: i, burst: s.burst, queue: cfg.queue, alg: cfg.alg.to_string() });
         }
     }
     if cfg.alg.flow_level() {
-        anyhow::ensure!(
-            cfg.flows.len() >= cfg.threads,
-            "-flowsets configures {} flows but there are {} clients (client i is flow i): add flows, e.g. -flowsets 1:1500:{}",
-            cfg.flows.len(),
-            cfg.threads,
-            cfg.threads
-        );
+        if cfg.flows.len() < cfg.threads {
+            return Err(HarnessError::TooFewFlows { flows: cfg.flows.len(), clients: cfg.threads });
+        }
     }
     let mut producers = Vec::new();
     let mut consumers = Vec::new();
@@ -267,11 +260,11 @@ fn run_with<P: Policy<Item> + Send + 'static>(
         consumers.push(c);
     }
     let notifier = if cfg.distributed {
-        Some(cfg.notify.create().map_err(|e| anyhow::anyhow!("distributed mode (-D) needs a {} notifier: {e}", cfg.notify))?)
+        Some(cfg.notify.create().map_err(|source| HarnessError::Notifier { mechanism: cfg.notify.to_string(), source })?)
     } else {
         None
     };
-    let lock = cfg.lock.create().map_err(|e| anyhow::anyhow!("cannot create the scheduler lock ({}): {e}", cfg.lock))?;
+    let lock = cfg.lock.create().map_err(|source| HarnessError::Lock { kind: cfg.lock.to_string(), source })?;
     let core = Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace).with_queue_limit(cfg.qmax, cfg.qmin);
     let clock = Clock::get();
     let shared = Arc::new(Shared {
@@ -306,7 +299,10 @@ fn run_with<P: Policy<Item> + Send + 'static>(
     let sched_handle = {
         let shared = shared.clone();
         let (cpu, poll, distributed) = (cfg.sched_cpu, cfg.sched_poll.0, cfg.distributed);
-        std::thread::Builder::new().name("sched".into()).spawn(move || scheduler_thread(&shared, cpu, poll, distributed))?
+        std::thread::Builder::new()
+            .name("sched".into())
+            .spawn(move || scheduler_thread(&shared, cpu, poll, distributed))
+            .map_err(HarnessError::SpawnScheduler)?
     };
     let allowed = schedlab_report::machine::online_cpus();
     let mut client_handles = Vec::new();
@@ -342,7 +338,7 @@ fn run_with<P: Policy<Item> + Send + 'static>(
                     let _ = h.join();
                 }
                 drop(guard);
-                anyhow::bail!("cannot start client thread {i}: {e}");
+                return Err(HarnessError::SpawnClient { index: i, source: e });
             }
         }
     }
@@ -375,15 +371,14 @@ fn run_with<P: Policy<Item> + Send + 'static>(
     let stopped = clock.now();
     shared.phase.store(STOP, Ordering::SeqCst);
     wake_scheduler(&shared);
-    let (sched_info, pin_error, sched_disturbance) =
-        sched_handle.join().map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
+    let (sched_info, pin_error, sched_disturbance) = sched_handle.join().map_err(|_| HarnessError::SchedulerPanicked)?;
     // Hold the scheduler role from now on: no client can run a pass after this point, so the
     // counts below are final.
     let core = shared.role.enter();
     shared.phase.store(FINAL, Ordering::SeqCst);
     let mut clients = Vec::new();
     for h in client_handles {
-        clients.push(h.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?);
+        clients.push(h.join().map_err(|_| HarnessError::ClientPanicked)?);
     }
     let sched = SchedView {
         taken: (0..cfg.threads).map(|c| core.taken(c)).collect(),
