@@ -244,10 +244,8 @@ fn run_with<P: Policy<Item> + Send + 'static>(
             return Err(HarnessError::BurstOverQueue { thread: i, burst: s.burst, queue: cfg.queue, alg: cfg.alg.to_string() });
         }
     }
-    if cfg.alg.flow_level() {
-        if cfg.flows.len() < cfg.threads {
-            return Err(HarnessError::TooFewFlows { flows: cfg.flows.len(), clients: cfg.threads });
-        }
+    if cfg.alg.flow_level() && cfg.flows.len() < cfg.threads {
+        return Err(HarnessError::TooFewFlows { flows: cfg.flows.len(), clients: cfg.threads });
     }
     let mut producers = Vec::new();
     let mut consumers = Vec::new();
