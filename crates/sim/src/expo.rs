@@ -28,6 +28,63 @@ pub struct Ziggurat {
     /// exact, so `pos * scaled[i]` rounds the same real number as `pos * 2^-53 * x[i]` (bit for
     /// bit the same draws) with one multiplication fewer per draw.
     scaled: [f64; 257],
+    /// Per strip `i`, `scaled[i] / 2` and `x[i+1] / 2`: [`Ziggurat::sample_half`]'s tables.
+    half_scaled: [f64; 256],
+    half_edge: [f64; 256],
+    /// Per strip `i` in 1..=255, the bounds that decide most wedge tests without `exp` (see
+    /// [`Wedge`]); entry 0 is unused (strip 0's slow path is the tail).
+    wedge: [Wedge; 256],
+}
+
+/// The linear bounds of one strip's wedge test. On strip `i` the slow path has a point `(x, y)`
+/// with `x` in `[a, b] = [x[i+1], x[i]]` and `y` in `[f[i], f[i+1]]`, and accepts it when
+/// `y < exp(-x)` (the float `exp`). `e^-x` is convex, so on `[a, b]` it lies below its chord
+/// `c(x) = e^-b + m (x - b)` through `(a, e^-a)` and `(b, e^-b)`, and above `c(x) - gap`, where
+/// `gap` is the chord's largest height above the curve (at the point where the curve's slope is
+/// `m`: the chord minus `gap` is the tangent parallel to the chord). With
+/// `s = y - (fb + m (x - b))` computed in floats, the test is decided without `exp` when
+/// `s >= hi` (above the chord: rejected) or `s < lo` (below the parallel tangent: accepted); only
+/// the band between, a few percent of the wedge's points, calls `exp`.
+///
+/// Why the decision is the exact test's, bit for bit: let `eb = e^-b`, the smallest value of the
+/// curve on the strip. Every quantity in `s` (`y`, `fb`, `|m (x - b)| <= e^-a - e^-b`, the chord)
+/// is at most `e^-a <= 4 eb`, and `e^-a - e^-b >= e^-a / 128` (both checked for every strip by
+/// `wedge_bounds_are_well_conditioned`). So: `fb` and the endpoint values are within 1 ulp of
+/// their reals (glibc's `exp` is within 1 ulp), `m` within a relative `2^-52 * 2 * 128 * 2 =
+/// 2^-43` (the cancellation in `e^-a - e^-b` costs at most a factor 128), `x - b` within half an
+/// ulp of `b`, and the product and three sums add at most 4 half-ulps of quantities `<= 4 eb`:
+/// the computed `s` is within `2^-38 eb` of the real `y - c(x)`. The computed `gap` is within
+/// `2^-38 eb` of the real one as well (its evaluation point is off by a few ulps, at a maximum:
+/// a second-order change). The margins are `hi = 2^-24 eb` and `lo = -(gap + 2^-24 eb)`, so
+///
+/// * `s >= hi` gives `y >= c(x) + 2^-24 eb - 2^-38 eb > e^-x + 2^-25 eb`, and the float
+///   `exp(-x) <= e^-x (1 + 2^-52) <= e^-x + 2^-50 eb`: `y < exp(-x)` is false;
+/// * `s < lo` gives `y < c(x) - gap - 2^-24 eb + 2^-37 eb <= e^-x - 2^-25 eb`, and the float
+///   `exp(-x) >= e^-x - 2^-50 eb`: `y < exp(-x)` is true.
+///
+/// `wedge_decides_as_exp` checks it on millions of points, many right at `hi`, `lo` and the curve.
+#[derive(Clone, Copy, Debug, Default)]
+struct Wedge {
+    /// `x[i]`, the strip's right edge, and `exp(-x[i])`.
+    b: f64,
+    fb: f64,
+    /// The chord's slope (negative).
+    m: f64,
+    /// Below it, `s` accepts; at or above `hi`, it rejects.
+    lo: f64,
+    hi: f64,
+}
+
+impl Wedge {
+    fn new(a: f64, b: f64) -> Self {
+        let (fa, fb) = ((-a).exp(), (-b).exp());
+        let m = (fa - fb) / (a - b);
+        // The curve's slope -e^-x equals m at x = -ln(-m), inside [a, b] (mean value theorem).
+        let at = (-(-m).ln()).clamp(a, b);
+        let gap = (fb + m * (at - b) - (-at).exp()).max(0.0);
+        let margin = fb * (1.0 / (1u64 << 24) as f64);
+        Wedge { b, fb, m, lo: -(gap + margin), hi: margin }
+    }
 }
 
 impl Default for Ziggurat {
@@ -59,7 +116,13 @@ impl Ziggurat {
         x[256] = 0.0;
         f[256] = 1.0;
         let scaled = x.map(|e| e * SCALE);
-        Ziggurat { x, f, scaled }
+        let mut wedge = [Wedge::default(); 256];
+        for i in 1..256 {
+            wedge[i] = Wedge::new(x[i + 1], x[i]);
+        }
+        let half_scaled = std::array::from_fn(|i| scaled[i] * 0.5);
+        let half_edge = std::array::from_fn(|i| x[i + 1] * 0.5);
+        Ziggurat { x, f, scaled, half_scaled, half_edge, wedge }
     }
 
     /// One Exp(1) variate.
@@ -83,6 +146,32 @@ impl Ziggurat {
         }
     }
 
+    /// Half an Exp(1) variate: bit for bit `0.5 * self.sample(rng)`, from the same draws. Halving
+    /// is exact (no product here is subnormal), so `pos * (scaled[i] / 2)` is exactly half of
+    /// `pos * scaled[i]` (rounding commutes with scaling by a power of two), and it is below
+    /// `x[i+1] / 2` exactly when the full one is below `x[i+1]`: the same fast test, the same
+    /// slow path (given the full `x`, twice the half, exactly), the same value halved. The
+    /// report's service time `0.5 + 0.5 X` is `0.5 + sample_half` with one multiplication fewer.
+    #[inline(always)]
+    pub fn sample_half<G: RngCore + Clone>(&self, rng: &mut G) -> f64 {
+        loop {
+            let bits = rng.next_u64();
+            let i = usize::from(bits as u8);
+            let h = (bits >> 11) as f64 * self.half_scaled[i];
+            // `h < edge`, written so that the comparison can read the edge from memory (`h` is
+            // never NaN, so the two agree; as `h < edge` the compiler loads the edge first).
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
+            if !(h >= self.half_edge[i]) {
+                return h;
+            }
+            let (v, next) = self.slow(rng.clone(), i, h * 2.0);
+            *rng = next;
+            if let Some(v) = v {
+                return 0.5 * v;
+            }
+        }
+    }
+
     /// The draw of strip `i` at `x` fell outside the strip's inner rectangle: the tail (strip 0)
     /// or the rejection test; `None` when rejected. Returns the random state it leaves.
     #[cold]
@@ -92,13 +181,36 @@ impl Ziggurat {
         let v = if i == 0 {
             // The tail beyond R: R + Exp(1), by inversion (1 - u is in (0, 1]).
             Some(R - (1.0 - u).ln())
-        } else if self.f[i] + u * (self.f[i + 1] - self.f[i]) < (-x).exp() {
-            // Under the curve within the wedge between the strip's two rectangles.
+        } else if self.under(i, x, u) {
             Some(x)
         } else {
             None
         };
         (v, rng)
+    }
+
+    /// The wedge test of strip `i` (1..=255) at `x` (in `[x[i+1], x[i]]`) with height fraction `u`:
+    /// whether the point is under the curve, `y < exp(-x)` for `y = f[i] + u (f[i+1] - f[i])`;
+    /// decided by the linear bounds of [`Wedge`] unless the point lies in the thin band between
+    /// them (then by `exp`, as before). The same answer as [`Ziggurat::under_exact`] always.
+    #[inline]
+    fn under(&self, i: usize, x: f64, u: f64) -> bool {
+        let y = self.f[i] + u * (self.f[i + 1] - self.f[i]);
+        let w = &self.wedge[i];
+        let s = y - (w.fb + w.m * (x - w.b));
+        if s >= w.hi {
+            false
+        } else if s < w.lo {
+            true
+        } else {
+            y < (-x).exp()
+        }
+    }
+
+    /// The wedge test by `exp` alone (the reference for [`Ziggurat::under`]).
+    #[cfg(test)]
+    fn under_exact(&self, i: usize, x: f64, u: f64) -> bool {
+        self.f[i] + u * (self.f[i + 1] - self.f[i]) < (-x).exp()
     }
 }
 
@@ -168,6 +280,102 @@ mod tests {
                 assert_eq!(two.to_bits(), one.to_bits(), "strip {i}, position {pos}");
             }
         }
+    }
+
+    /// `sample_half` is `0.5 * sample` bit for bit: the halved table gives half the position and
+    /// the same fast test in every strip (random positions and the extremes), and the two draw
+    /// the same sequence from the same stream (slow path and tail included).
+    #[test]
+    fn half_draws_are_halved_draws() {
+        let z = Ziggurat::new();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(29);
+        let extremes = [0u64, 1, 2, (1 << 52) - 1, 1 << 52, (1 << 53) - 1];
+        for i in 0..256 {
+            let random = (0..20_000).map(|_| rng.next_u64() >> 11);
+            for pos in extremes.into_iter().chain(random) {
+                let x = pos as f64 * z.scaled[i];
+                let h = pos as f64 * z.half_scaled[i];
+                assert_eq!((0.5 * x).to_bits(), h.to_bits(), "strip {i}, position {pos}");
+                assert_eq!((2.0 * h).to_bits(), x.to_bits(), "strip {i}, position {pos}");
+                assert_eq!(x < z.x[i + 1], h < z.half_edge[i], "strip {i}, position {pos}");
+            }
+        }
+        let (mut a, mut b) = (Xoshiro256PlusPlus::seed_from_u64(31), Xoshiro256PlusPlus::seed_from_u64(31));
+        for _ in 0..2_000_000 {
+            assert_eq!((0.5 * z.sample(&mut a)).to_bits(), z.sample_half(&mut b).to_bits());
+        }
+        assert_eq!(a.next_u64(), b.next_u64());
+    }
+
+    /// The conditions [`Wedge`]'s error bound rests on, for every strip.
+    #[test]
+    fn wedge_bounds_are_well_conditioned() {
+        let z = Ziggurat::new();
+        for i in 1..256 {
+            let (a, b) = (z.x[i + 1], z.x[i]);
+            let (fa, fb) = ((-a).exp(), (-b).exp());
+            assert!(fa <= 4.0 * fb, "strip {i}: e^-a {fa} > 4 e^-b {fb}");
+            assert!(fa - fb >= fa / 128.0, "strip {i}: e^-a - e^-b = {} < e^-a / 128", fa - fb);
+            // The strip's heights lie between the curve's values at its edges (to within an ulp).
+            assert!(z.f[i] >= fb * (1.0 - 1e-15) && z.f[i + 1] <= fa * (1.0 + 1e-15), "strip {i}");
+            let w = &z.wedge[i];
+            assert!(w.lo < 0.0 && w.hi > 0.0 && w.m < 0.0, "strip {i}: {w:?}");
+        }
+    }
+
+    /// The bounded wedge test decides as the test by `exp` alone: for every strip, at random
+    /// points, at the strip's corners, and at heights within a few hundred ulps of the two bounds
+    /// and of the curve (where a wrong margin would show). Also reports how rarely `exp` is needed.
+    #[test]
+    fn wedge_decides_as_exp() {
+        let z = Ziggurat::new();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(23);
+        let (mut n, mut random, mut band) = (0u64, 0u64, 0u64);
+        let mut check = |i: usize, x: f64, u: f64| {
+            if !(0.0..1.0).contains(&u) {
+                return false;
+            }
+            assert_eq!(z.under(i, x, u), z.under_exact(i, x, u), "strip {i}, x {x:e}, u {u:e}");
+            n += 1;
+            let w = &z.wedge[i];
+            let y = z.f[i] + u * (z.f[i + 1] - z.f[i]);
+            let s = y - (w.fb + w.m * (x - w.b));
+            s >= w.lo && s < w.hi
+        };
+        for i in 1..256 {
+            let (a, b) = (z.x[i + 1], z.x[i]);
+            let h = z.f[i + 1] - z.f[i];
+            let w = z.wedge[i];
+            // Random points over the strip's slow-path rectangle.
+            for _ in 0..8_000 {
+                let x = a + (b - a) * rng.random::<f64>();
+                random += 1;
+                band += u64::from(check(i, x.clamp(a, b), rng.random()));
+            }
+            // Edges and heights at the bounds: u landing y on each bound's height at x, then
+            // the neighbouring u's ulp by ulp.
+            let xs = (0..64).map(|k| a + (b - a) * k as f64 / 63.0).chain([a, b, a.next_up(), b.next_down()]);
+            for x in xs.filter(|x| (a..=b).contains(x)) {
+                let chord = w.fb + w.m * (x - w.b);
+                for target in [chord + w.hi, chord + w.lo, (-x).exp(), chord] {
+                    let mut u = (target - z.f[i]) / h;
+                    for _ in 0..300 {
+                        u = u.next_down();
+                    }
+                    for _ in 0..600 {
+                        let _ = check(i, x, u);
+                        u = u.next_up();
+                    }
+                }
+                let _ = check(i, x, 0.0);
+                let _ = check(i, x, 1.0f64.next_down());
+            }
+        }
+        eprintln!("{n} points, {band} of {random} random ones in the band");
+        assert!(n > 5_000_000, "{n} points");
+        // Of the random points (uniform over the strips, not weighted as the draws are), a few
+        // percent call exp.
+        assert!((band as f64) < 0.05 * random as f64, "{band} of {random} in the band");
     }
 
     #[test]

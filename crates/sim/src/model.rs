@@ -52,6 +52,16 @@ pub struct LenRange {
 /// Slots of [`LengthDist`]'s guide to its cumulative table (a power of two).
 const GUIDE: usize = 1024;
 
+/// A guide slot of a distribution of single lengths: its first range `lo` (the guide's entry)
+/// and the one cumulative bound within it (`+∞` when none); `lo` is [`WIDE`] when the slot
+/// holds more than one bound (then the guided bisection decides).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Slot {
+    bound: f64,
+    lo: u32,
+}
+const WIDE: u32 = u32::MAX;
+
 /// A message-length distribution: a mixture of uniform integer ranges (the listing's `-m`, a
 /// `--dist` file, or a named workload's exact packet distribution).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -65,6 +75,13 @@ pub struct LengthDist {
     /// `cum[guide[j]..guide[j + 1]]`, a few entries, instead of hundreds (named workloads).
     #[serde(skip)]
     guide: Vec<u32>,
+    /// When every range is a single length (a step reading: W1-W5) and there is a guide: per guide
+    /// slot, the answer with one comparison, when the slot holds at most one cumulative bound
+    /// (see [`Slot`]; empty otherwise). `lens[i]` is range `i`'s length.
+    #[serde(skip)]
+    slots: Vec<Slot>,
+    #[serde(skip)]
+    lens: Vec<u32>,
     /// The named workload this distribution was read from, with how it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<Workload>,
@@ -117,7 +134,21 @@ impl LengthDist {
         } else {
             Vec::new()
         };
-        LengthDist { ranges, cum, guide, workload: None }
+        let slots = if !guide.is_empty() && ranges.iter().all(|r| r.low == r.high) {
+            let below = &cum[..cum.len() - 1];
+            guide
+                .windows(2)
+                .map(|w| match w[1] - w[0] {
+                    0 => Slot { bound: f64::INFINITY, lo: w[0] },
+                    1 => Slot { bound: below[w[0] as usize], lo: w[0] },
+                    _ => Slot { bound: f64::INFINITY, lo: WIDE },
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let lens = if slots.is_empty() { Vec::new() } else { ranges.iter().map(|r| r.low).collect() };
+        LengthDist { ranges, cum, guide, slots, lens, workload: None }
     }
 
     /// The named workload `name` (see `schedlab workloads`) read with `reading` (`None`: the
@@ -253,6 +284,17 @@ impl LengthDist {
     /// Draws a length from `u` uniform in [0, 1): pick the range, then a uniform integer in it.
     #[inline]
     pub fn sample(&self, u: f64) -> u32 {
+        if !self.slots.is_empty() {
+            // Single-length ranges: `range_of` is guide[j] plus the bounds of slot j at or below
+            // u, and a slot of at most one bound answers with one comparison (+∞: none), so
+            // one slot read and one length read, the second depending on the first, instead of
+            // the guide, the bisection and the ranges, each depending on the last.
+            let j = ((u * GUIDE as f64) as usize).min(GUIDE - 1);
+            let s = self.slots[j];
+            if s.lo != WIDE {
+                return self.lens[s.lo as usize + usize::from(u >= s.bound)];
+            }
+        }
         let i = self.range_of(u);
         let r = &self.ranges[i];
         if r.low == r.high {
@@ -685,6 +727,49 @@ mod tests {
                 assert_eq!(d.range_of(u), whole(&d, u), "{name} at u = {u:e}");
             }
         }
+    }
+
+    /// A single-length distribution's slot answer is `sample`'s answer through the guided
+    /// bisection, for every named workload and reading that has slots: at random u, at every
+    /// cumulative bound and its neighbouring doubles, and at the slot edges.
+    #[test]
+    fn slot_sampling_equals_the_ranges() {
+        let by_range = |d: &LengthDist, u: f64| {
+            let r = &d.ranges[d.range_of(u)];
+            assert_eq!(r.low, r.high);
+            r.low
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut with_slots = Vec::new();
+        let names = ["w1", "w2", "w3", "w4", "w5", "w1-sampled", "pfabric-websearch", "pfabric-datamining"];
+        for (name, reading, cut) in names.iter().flat_map(|&n| {
+            [None, Some("step"), Some("interp")]
+                .into_iter()
+                .flat_map(move |r| [None, Some(500), Some(9000)].into_iter().map(move |c| (n, r, c)))
+        }) {
+            let Ok(d) = LengthDist::workload(name, reading, cut) else { continue };
+            if d.slots.is_empty() {
+                continue;
+            }
+            with_slots.push(format!("{name}:{reading:?}:{cut:?}"));
+            let mut us: Vec<f64> = (0..=GUIDE)
+                .flat_map(|j| {
+                    let e = j as f64 / GUIDE as f64;
+                    [e, f64::from_bits(e.to_bits().wrapping_sub(1))]
+                })
+                .collect();
+            for &c in &d.cum {
+                us.extend([c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)]);
+            }
+            for _ in 0..200_000 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                us.push((seed >> 11) as f64 / (1u64 << 53) as f64);
+            }
+            for u in us.into_iter().filter(|u| (0.0..1.0).contains(u)) {
+                assert_eq!(d.sample(u), by_range(&d, u), "{name} {reading:?} {cut:?} at u = {u:e}");
+            }
+        }
+        assert!(with_slots.iter().any(|n| n.starts_with("w4:None")), "{with_slots:?}");
     }
 
     /// A count near `u64::MAX` is refused with the limit, not an overflow (found by the
