@@ -701,6 +701,20 @@ mod tests {
 
     use super::*;
 
+    /// Points to probe a length draw at: `edges`, every cumulative bound of `d` and its two
+    /// neighbouring doubles, and 200,000 random u from an LCG seeded with `seed`.
+    fn probes(d: &LengthDist, edges: impl IntoIterator<Item = f64>, mut seed: u64) -> Vec<f64> {
+        let mut us: Vec<f64> = edges.into_iter().collect();
+        for &c in &d.cum {
+            us.extend([c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)]);
+        }
+        for _ in 0..200_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            us.push((seed >> 11) as f64 / (1u64 << 53) as f64);
+        }
+        us
+    }
+
     /// The guided bisection picks the range the whole bisection picks (then `sample` maps it to a
     /// length as before), for every named
     /// workload: at random u, at each cumulative boundary and its neighbouring doubles, and at
@@ -708,21 +722,13 @@ mod tests {
     #[test]
     fn guided_sampling_equals_the_whole_bisection() {
         let whole = |d: &LengthDist, u: f64| d.cum[..d.cum.len() - 1].partition_point(|&c| u >= c);
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for name in ["w1", "w2", "w3", "w4", "w5", "pfabric-websearch", "pfabric-datamining"] {
+        for (k, name) in ["w1", "w2", "w3", "w4", "w5", "pfabric-websearch", "pfabric-datamining"].into_iter().enumerate() {
             let d = LengthDist::workload(name, None, None).unwrap();
             if d.cum.len() <= 8 {
                 continue;
             }
             assert_eq!(d.guide.len(), GUIDE + 1, "{name}");
-            let mut us: Vec<f64> = (0..GUIDE).map(|j| j as f64 / GUIDE as f64).collect();
-            for &c in &d.cum {
-                us.extend([c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)]);
-            }
-            for _ in 0..200_000 {
-                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                us.push((seed >> 11) as f64 / (1u64 << 53) as f64);
-            }
+            let us = probes(&d, (0..GUIDE).map(|j| j as f64 / GUIDE as f64), 0x9e37_79b9_7f4a_7c15 + k as u64);
             for u in us.into_iter().filter(|u| (0.0..1.0).contains(u)) {
                 assert_eq!(d.range_of(u), whole(&d, u), "{name} at u = {u:e}");
             }
@@ -739,7 +745,6 @@ mod tests {
             assert_eq!(r.low, r.high);
             r.low
         };
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut with_slots = Vec::new();
         let names = ["w1", "w2", "w3", "w4", "w5", "w1-sampled", "pfabric-websearch", "pfabric-datamining"];
         for (name, reading, cut) in names.iter().flat_map(|&n| {
@@ -752,19 +757,11 @@ mod tests {
                 continue;
             }
             with_slots.push(format!("{name}:{reading:?}:{cut:?}"));
-            let mut us: Vec<f64> = (0..=GUIDE)
-                .flat_map(|j| {
-                    let e = j as f64 / GUIDE as f64;
-                    [e, f64::from_bits(e.to_bits().wrapping_sub(1))]
-                })
-                .collect();
-            for &c in &d.cum {
-                us.extend([c, f64::from_bits(c.to_bits() - 1), f64::from_bits(c.to_bits() + 1)]);
-            }
-            for _ in 0..200_000 {
-                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                us.push((seed >> 11) as f64 / (1u64 << 53) as f64);
-            }
+            let edges = (0..=GUIDE).flat_map(|j| {
+                let e = j as f64 / GUIDE as f64;
+                [e, f64::from_bits(e.to_bits().wrapping_sub(1))]
+            });
+            let us = probes(&d, edges, 0x2545_f491_4f6c_dd1d + with_slots.len() as u64);
             for u in us.into_iter().filter(|u| (0.0..1.0).contains(u)) {
                 assert_eq!(d.sample(u), by_range(&d, u), "{name} {reading:?} {cut:?} at u = {u:e}");
             }
