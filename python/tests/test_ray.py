@@ -7,6 +7,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -125,11 +126,19 @@ def _restore(values: dict[str, str | None]) -> None:
             os.environ[k] = v
 
 
+def _free_port() -> int:
+    """A TCP port no one listens on now (the kernel's pick for port 0), for the head's GCS: a fixed
+    port made two runs of the suite on one machine collide. `SCHEDLAB_RAY_PORT` sets one instead."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """`ray start --head` plus a second node joining it on this machine; yields the address."""
     tmp = tempfile.mkdtemp(prefix="schedlab-ray-")
-    env_port = os.environ.get("SCHEDLAB_RAY_PORT", "6391")
+    env_port = os.environ.get("SCHEDLAB_RAY_PORT") or str(_free_port())
     saved = _isolate(tmp)
     try:
         out = _run(["start", "--head", "--port", env_port, "--temp-dir", tmp, "--include-dashboard=false", *COMMON])
