@@ -28,9 +28,6 @@ pub struct Ziggurat {
     /// exact, so `pos * scaled[i]` rounds the same real number as `pos * 2^-53 * x[i]` (bit for
     /// bit the same draws) with one multiplication fewer per draw.
     scaled: [f64; 257],
-    /// Per strip `i`, `scaled[i] / 2` and `x[i+1] / 2`: [`Ziggurat::sample_half`]'s tables.
-    half_scaled: [f64; 256],
-    half_edge: [f64; 256],
     /// Per strip `i` in 1..=255, the bounds that decide most wedge tests without `exp` (see
     /// [`Wedge`]); entry 0 is unused (strip 0's slow path is the tail).
     wedge: [Wedge; 256],
@@ -120,9 +117,7 @@ impl Ziggurat {
         for i in 1..256 {
             wedge[i] = Wedge::new(x[i + 1], x[i]);
         }
-        let half_scaled = std::array::from_fn(|i| scaled[i] * 0.5);
-        let half_edge = std::array::from_fn(|i| x[i + 1] * 0.5);
-        Ziggurat { x, f, scaled, half_scaled, half_edge, wedge }
+        Ziggurat { x, f, scaled, wedge }
     }
 
     /// One Exp(1) variate.
@@ -142,32 +137,6 @@ impl Ziggurat {
             *rng = next;
             if let Some(v) = v {
                 return v;
-            }
-        }
-    }
-
-    /// Half an Exp(1) variate: bit for bit `0.5 * self.sample(rng)`, from the same draws. Halving
-    /// is exact (no product here is subnormal), so `pos * (scaled[i] / 2)` is exactly half of
-    /// `pos * scaled[i]` (rounding commutes with scaling by a power of two), and it is below
-    /// `x[i+1] / 2` exactly when the full one is below `x[i+1]`: the same fast test, the same
-    /// slow path (given the full `x`, twice the half, exactly), the same value halved. The
-    /// report's service time `0.5 + 0.5 X` is `0.5 + sample_half` with one multiplication fewer.
-    #[inline(always)]
-    pub fn sample_half<G: RngCore + Clone>(&self, rng: &mut G) -> f64 {
-        loop {
-            let bits = rng.next_u64();
-            let i = usize::from(bits as u8);
-            let h = (bits >> 11) as f64 * self.half_scaled[i];
-            // `h < edge`, written so that the comparison can read the edge from memory (`h` is
-            // never NaN, so the two agree; as `h < edge` the compiler loads the edge first).
-            #[allow(clippy::neg_cmp_op_on_partial_ord)]
-            if !(h >= self.half_edge[i]) {
-                return h;
-            }
-            let (v, next) = self.slow(rng.clone(), i, h * 2.0);
-            *rng = next;
-            if let Some(v) = v {
-                return 0.5 * v;
             }
         }
     }
@@ -280,31 +249,6 @@ mod tests {
                 assert_eq!(two.to_bits(), one.to_bits(), "strip {i}, position {pos}");
             }
         }
-    }
-
-    /// `sample_half` is `0.5 * sample` bit for bit: the halved table gives half the position and
-    /// the same fast test in every strip (random positions and the extremes), and the two draw
-    /// the same sequence from the same stream (slow path and tail included).
-    #[test]
-    fn half_draws_are_halved_draws() {
-        let z = Ziggurat::new();
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(29);
-        let extremes = [0u64, 1, 2, (1 << 52) - 1, 1 << 52, (1 << 53) - 1];
-        for i in 0..256 {
-            let random = (0..20_000).map(|_| rng.next_u64() >> 11);
-            for pos in extremes.into_iter().chain(random) {
-                let x = pos as f64 * z.scaled[i];
-                let h = pos as f64 * z.half_scaled[i];
-                assert_eq!((0.5 * x).to_bits(), h.to_bits(), "strip {i}, position {pos}");
-                assert_eq!((2.0 * h).to_bits(), x.to_bits(), "strip {i}, position {pos}");
-                assert_eq!(x < z.x[i + 1], h < z.half_edge[i], "strip {i}, position {pos}");
-            }
-        }
-        let (mut a, mut b) = (Xoshiro256PlusPlus::seed_from_u64(31), Xoshiro256PlusPlus::seed_from_u64(31));
-        for _ in 0..2_000_000 {
-            assert_eq!((0.5 * z.sample(&mut a)).to_bits(), z.sample_half(&mut b).to_bits());
-        }
-        assert_eq!(a.next_u64(), b.next_u64());
     }
 
     /// The conditions [`Wedge`]'s error bound rests on, for every strip.

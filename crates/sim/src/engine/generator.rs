@@ -73,8 +73,7 @@ impl Service {
     #[inline(always)]
     fn draw(self, zig: &Ziggurat, rng: &mut Xoshiro256PlusPlus) -> f64 {
         match self {
-            // `0.5 * sample` bit for bit (see `Ziggurat::sample_half`).
-            Service::Report => 0.5 + zig.sample_half(rng),
+            Service::Report => 0.5 + 0.5 * zig.sample(rng),
             Service::Det => 1.0,
             Service::Exp => zig.sample(rng),
         }
@@ -97,39 +96,12 @@ fn take_run(
     limit: f64,
 ) -> (usize, f64) {
     let mut rng = service.clone();
-    // Two packets per round with one room test for both (the limit is tested after each); then
-    // at most one more. The same packets as one at a time: while k < n and t < limit, take one.
-    // (`0.5 + sample_half` is `0.5 + 0.5 * sample` bit for bit, see `Ziggurat::sample_half`.)
-    // A cursor and the last slot's address stand for `k` and `n`: with the random state, the
-    // time, the limit and the table, the loop's values then fit in registers (with an index, the
-    // count and the slice's base, the base went to the stack: 57 instructions per round instead
-    // of 54; one at a time the loop took 29 per packet).
-    let base = room.as_mut_ptr();
-    // SAFETY (these three lines): `last` and `p` stay within `room` or one past its end; `p`
-    // is written only while `p < last` (then `p` and `p + 1` are both slots of `room`) or, once,
-    // while `p < end`.
-    let end = unsafe { base.add(room.len()) };
-    let last = unsafe { base.add(room.len().saturating_sub(1)) };
-    let mut p = base;
-    while p < last && t < limit {
-        unsafe { (*p).write(t) };
-        t += 0.5 + zig.sample_half(&mut rng);
-        if t < limit {
-            unsafe { (*p.add(1)).write(t) };
-            t += 0.5 + zig.sample_half(&mut rng);
-            p = unsafe { p.add(2) };
-        } else {
-            p = unsafe { p.add(1) };
-            break;
-        }
+    let mut k = 0;
+    while k < room.len() && t < limit {
+        room[k].write(t);
+        k += 1;
+        t += 0.5 + 0.5 * zig.sample(&mut rng);
     }
-    if p < end && t < limit {
-        unsafe { (*p).write(t) };
-        p = unsafe { p.add(1) };
-        t += 0.5 + zig.sample_half(&mut rng);
-    }
-    // SAFETY: `p` is within `room` or one past its end.
-    let k = unsafe { p.offset_from(base) } as usize;
     *service = rng;
     (k, t)
 }
@@ -493,8 +465,7 @@ impl<'a> Generator<'a> {
                 self.busy = true;
                 self.packets_out += 1;
                 out.take(t);
-                // (t + 0.5) + 0.5 X, the 0.5 X bit for bit (see `Ziggurat::sample_half`).
-                self.service_end = t + 0.5 + zig.sample_half(&mut service);
+                self.service_end = t + 0.5 + 0.5 * zig.sample(&mut service);
             }
             self.close_batches(out);
             if self.packets_in >= self.target {
