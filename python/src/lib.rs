@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use schedlab_sim::Control;
-use schedlab_sweep::run::{run_local, Progress};
+use schedlab_sweep::run::{run_local, CellError, Progress};
 use schedlab_sweep::table::{Kind, Row, Value, COLUMNS};
 use schedlab_sweep::{CellJob, Sweep};
 
@@ -83,7 +83,7 @@ fn run_cells<'py>(py: Python<'py>, jobs: Vec<String>, workers: Option<usize>) ->
                 &progress,
                 |i, rows| {
                     out[i] = Some(rows);
-                    Ok(())
+                    Ok::<(), CellError>(())
                 },
                 || {},
             );

@@ -4,6 +4,11 @@
 //! [`merge`] (shard outputs into one table). The rows are the tidy table's ([`crate::table`]); each
 //! is the typed result kind `schedlab.sweep-row/1` through [`crate::table::typed`]. Every failure
 //! is a [`JobError`] that names the file (spec, table, journal, part) or the cells concerned.
+//!
+//! The errors are typed all the way down ([`SpecError`], [`TableError`], [`JournalError`],
+//! [`CellError`]); an I/O, Parquet or JSON error under them is their `source`, so the whole
+//! message is the chain (`{:#}` through `anyhow`, as the binary prints it, or a walk of
+//! [`std::error::Error::source`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,37 +17,37 @@ use std::sync::Arc;
 
 use schedlab_sim::Control;
 
-use crate::journal::{journal_path, Journal};
-use crate::run::{run_local, Progress};
+use crate::journal::{journal_path, Journal, JournalError};
+use crate::run::{run_local, CellError, Progress};
 use crate::spec::{CellJob, SpecError, Sweep};
-use crate::table::{col, read_table, write_table, Format, Row, Value};
+use crate::table::{col, read_table, write_table, Format, Row, TableError, Value};
 
-/// Why a sweep, or a merge, stopped. The table, journal and cell layers below report in words
-/// (`cause`, which already names its file and line); the variant says which stage failed and
-/// carries the file or the cells.
+/// Why a sweep, or a merge, stopped. The variant says which stage failed; the typed error of the
+/// layer below (table, journal, cell) names the file, line, field or cell concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     /// The spec was refused (its message names the file and the key).
     #[error(transparent)]
     Spec(#[from] SpecError),
-    /// The output table's name is refused (its extension picks the format).
-    #[error("{cause:#}")]
-    OutputFormat { path: PathBuf, cause: anyhow::Error },
+    /// The output table's name is refused (its extension picks the format):
+    /// [`TableError::Extension`].
+    #[error(transparent)]
+    OutputFormat(TableError),
     /// `--shard I/N` selects no cell of the sweep.
     #[error("--shard {index}/{count}: this shard has no cells (the sweep has {cells})")]
     EmptyShard { index: u32, count: u32, cells: usize },
-    /// The journal could not be opened, read, or belongs to another sweep.
-    #[error("{cause:#}")]
-    Journal { path: PathBuf, cause: anyhow::Error },
-    /// A cell failed to run, or its rows could not be appended to the journal.
-    #[error("{cause:#}")]
-    Cells { cause: anyhow::Error },
+    /// The journal could not be opened, read or appended to, or belongs to another sweep.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A cell failed to run.
+    #[error(transparent)]
+    Cell(#[from] CellError),
     /// The table could not be written.
-    #[error("{cause:#}")]
-    WriteTable { path: PathBuf, cause: anyhow::Error },
+    #[error(transparent)]
+    WriteTable(TableError),
     /// A part of a merge could not be read.
-    #[error("reading part {}: {cause:#}", path.display())]
-    ReadPart { path: PathBuf, cause: anyhow::Error },
+    #[error("reading part {}", path.display())]
+    ReadPart { path: PathBuf, source: TableError },
     /// Two parts of a merge come from different sweeps (or schedlab versions).
     #[error(
         "{} does not match {}: sweep id {} vs {}, schedlab {} vs {}, {} vs {} cells (parts of different sweeps)",
@@ -114,7 +119,7 @@ pub struct Prepared {
 
 /// Reads the spec and picks this shard's cells, without opening the journal (`--list`).
 pub fn cells(cfg: &Config) -> Result<(Sweep, Vec<CellJob>)> {
-    Format::of(&cfg.out).map_err(|cause| JobError::OutputFormat { path: cfg.out.clone(), cause })?;
+    Format::of(&cfg.out).map_err(JobError::OutputFormat)?;
     let sweep = Sweep::from_file(&cfg.spec)?;
     let (si, sn) = cfg.shard.unwrap_or((1, 1));
     let mine: Vec<CellJob> = sweep.shard(si, sn).into_iter().cloned().collect();
@@ -130,8 +135,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared> {
     }
     let scope = if sn == 1 { sweep.sweep_id.clone() } else { format!("{} shard {si}/{sn}", sweep.sweep_id) };
     let jpath = journal_path(&cfg.out);
-    let journal = Journal::open(&jpath, &scope, sweep.cells.len() as u64)
-        .map_err(|cause| JobError::Journal { path: jpath.clone(), cause })?;
+    let journal = Journal::open(&jpath, &scope, sweep.cells.len() as u64)?;
     let todo: Vec<CellJob> = mine.iter().filter(|c| !journal.done.contains_key(&c.cell)).cloned().collect();
     let workers = cfg.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
     Ok(Prepared { sweep, shard: (si, sn), mine, todo, journal, journal_path: jpath, workers })
@@ -161,17 +165,16 @@ pub fn run(cfg: &Config, p: &mut Prepared, stop: &AtomicBool, progress: &Progres
         progress,
         |i, rows| {
             let c = &todo[i];
-            journal.append(c.cell, &c.key(), rows)
+            journal.append(c.cell, &c.key(), rows).map_err(JobError::Journal)
         },
         tick,
-    )
-    .map_err(|cause| JobError::Cells { cause })?;
+    )?;
     let finished = p.mine.iter().filter(|c| p.journal.done.contains_key(&c.cell)).count();
     if finished < p.mine.len() {
         return Ok(Outcome::Interrupted { finished, cells: p.mine.len() });
     }
     let rows: Vec<Row> = p.mine.iter().flat_map(|c| p.journal.done[&c.cell].iter().cloned()).collect();
-    write_table(&cfg.out, &rows, &p.sweep.sweep_id).map_err(|cause| JobError::WriteTable { path: cfg.out.clone(), cause })?;
+    write_table(&cfg.out, &rows, &p.sweep.sweep_id).map_err(JobError::WriteTable)?;
     Ok(Outcome::Written { rows: rows.len(), cells: p.mine.len() })
 }
 
@@ -204,12 +207,12 @@ pub struct Merged {
 /// Merges part tables of one sweep into `out`. Refuses parts of different sweeps or versions, and
 /// parts that share a cell; refuses missing cells unless `partial`.
 pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
-    Format::of(out).map_err(|cause| JobError::OutputFormat { path: out.to_path_buf(), cause })?;
+    Format::of(out).map_err(JobError::OutputFormat)?;
     let mut owner: BTreeMap<i64, &Path> = BTreeMap::new();
     let mut by_cell: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
     let mut ident: Option<(String, String, i64, PathBuf)> = None;
     for p in parts {
-        let rows = read_table(p).map_err(|cause| JobError::ReadPart { path: p.clone(), cause })?;
+        let rows = read_table(p).map_err(|source| JobError::ReadPart { path: p.clone(), source })?;
         let mut cells_here: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
         for r in rows {
             let id = (text(&r, "sweep_id"), text(&r, "schedlab_version"), int(&r, "cells_total"));
@@ -251,6 +254,67 @@ pub fn merge(parts: &[PathBuf], out: &Path, partial: bool) -> Result<Merged> {
         said = Some(missing_cells(missing.len(), &total, &missing));
     }
     let rows: Vec<Row> = by_cell.into_values().flatten().collect();
-    write_table(out, &rows, &sweep_id).map_err(|cause| JobError::WriteTable { path: out.to_path_buf(), cause })?;
+    write_table(out, &rows, &sweep_id).map_err(JobError::WriteTable)?;
     Ok(Merged { parts: parts.len(), rows: rows.len(), cells: owner.len(), missing: said })
+}
+
+#[cfg(test)]
+mod tests {
+    use schedlab_report::export::csv_line;
+
+    use super::*;
+    use crate::table::{header, COLUMNS};
+
+    /// The message as the binary prints it: the error and its sources, joined by ": ".
+    fn chain(e: JobError) -> String {
+        format!("{:#}", anyhow::Error::from(e))
+    }
+
+    #[test]
+    fn an_unknown_output_extension_is_refused_before_the_spec_is_read() {
+        let cfg = Config { spec: "no-such-spec.toml".into(), out: "o.txt".into(), shard: None, jobs: None };
+        let e = cells(&cfg).err().unwrap();
+        assert!(matches!(&e, JobError::OutputFormat(TableError::Extension { path }) if path == Path::new("o.txt")), "{e:?}");
+        assert_eq!(chain(e), "o.txt: the output's extension must be .csv or .parquet (or .jsonl: typed rows as JSON lines)");
+        let e = merge(&["a.csv".into()], Path::new("all.xlsx"), false).unwrap_err();
+        assert!(matches!(e, JobError::OutputFormat(TableError::Extension { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn a_part_with_a_bad_field_names_the_part_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("part1.csv");
+        let row: Vec<String> =
+            COLUMNS.iter().map(|(n, _)| if *n == "cells_total" { "many".into() } else { "1".into() }).collect();
+        std::fs::write(&p, format!("{}\n{}\n", csv_line(&header()), csv_line(&row))).unwrap();
+        let e = merge(std::slice::from_ref(&p), &dir.path().join("all.csv"), false).unwrap_err();
+        match &e {
+            JobError::ReadPart { path, source: TableError::Field { line: 2, field: "cells_total", .. } } => assert_eq!(path, &p),
+            other => panic!("not ReadPart(Field): {other:?}"),
+        }
+        assert_eq!(e.to_string(), format!("reading part {}", p.display()));
+        assert_eq!(chain(e), format!("reading part {0}: {0}:2: field 'cells_total': 'many' is not an integer", p.display()));
+    }
+
+    #[test]
+    fn a_journal_of_another_sweep_stops_prepare() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("s.toml");
+        std::fs::write(&spec, "traffic = [50, 90]\npackets = 1000\n").unwrap();
+        let out = dir.path().join("o.csv");
+        let cfg = Config { spec: spec.clone(), out: out.clone(), shard: None, jobs: Some(1) };
+        let p = prepare(&cfg).unwrap();
+        let id = p.sweep.sweep_id.clone();
+        drop(p);
+        let shard = Config { shard: Some((1, 2)), ..cfg };
+        let e = prepare(&shard).err().unwrap();
+        match &e {
+            JobError::Journal(JournalError::OtherSweep { path, found, expected }) => {
+                assert_eq!(path, &journal_path(&out));
+                assert_eq!((found.clone(), expected.clone()), (id.clone(), format!("{id} shard 1/2")));
+            }
+            other => panic!("not Journal(OtherSweep): {other:?}"),
+        }
+        assert!(chain(e).contains("belongs to another sweep"));
+    }
 }

@@ -4,16 +4,54 @@
 //! interruption at any instant leaves every earlier cell intact; a torn last line (a crash in the
 //! middle of a write) is recognised by its missing newline or bad JSON and cut off on resume.
 //! The first line names the sweep (`sweep_id`), so a journal from another spec is refused.
+//! Every failure is a [`JournalError`] naming the journal file.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::table::Row;
+
+/// Why a journal could not be opened, resumed or appended to. Each variant names the journal;
+/// the underlying error (I/O, JSON) is its [`source`](std::error::Error::source), which the
+/// binary prints after the message (`cannot read the journal o.csv.journal: Permission denied`).
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The journal exists but could not be read.
+    #[error("cannot read the journal {}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// Its first line (line 1) is not a journal header.
+    #[error("{}:1: not a schedlab sweep journal", path.display())]
+    NotAJournal { path: PathBuf, source: serde_json::Error },
+    /// The journal was written by another sweep (or shard, or schedlab version): `found` is the
+    /// id in its header, `expected` the id of this run.
+    #[error(
+        "{} belongs to another sweep (id {found}, this spec is {expected}): the spec, the schedlab version or the shard \
+         changed; remove the journal to start over, or write to another --out",
+        path.display()
+    )]
+    OtherSweep { path: PathBuf, found: String, expected: String },
+    /// The journal could not be opened (or created) for appending.
+    #[error("cannot open the journal {}", path.display())]
+    Open { path: PathBuf, source: std::io::Error },
+    /// A torn last line could not be cut off.
+    #[error("cannot cut the torn last line of {}", path.display())]
+    Truncate { path: PathBuf, source: std::io::Error },
+    /// A line (the header, or a finished cell) could not be encoded.
+    #[error("cannot encode a line of {}", path.display())]
+    Encode { path: PathBuf, source: serde_json::Error },
+    /// A line (the header, or a finished cell) could not be written.
+    #[error("appending to {}", path.display())]
+    Append { path: PathBuf, source: std::io::Error },
+    /// A written line could not be synced to disk.
+    #[error("syncing {}", path.display())]
+    Sync { path: PathBuf, source: std::io::Error },
+}
+
+type Result<T, E = JournalError> = std::result::Result<T, E>;
 
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -48,27 +86,22 @@ pub fn journal_path(out: &Path) -> PathBuf {
 impl Journal {
     /// Opens (or creates) the journal at `path` for sweep `sweep_id`.
     pub fn open(path: &Path, sweep_id: &str, cells_total: u64) -> Result<Journal> {
+        let at = || path.to_path_buf();
         let mut done = BTreeMap::new();
         let mut good_len = 0usize;
         let exists = path.exists();
         if exists {
-            let bytes = std::fs::read(path).with_context(|| format!("cannot read the journal {}", path.display()))?;
+            let bytes = std::fs::read(path).map_err(|source| JournalError::Read { path: at(), source })?;
             let mut pos = 0usize;
             let mut first = true;
             while pos < bytes.len() {
                 let Some(nl) = bytes[pos..].iter().position(|&b| b == b'\n') else { break };
                 let line = &bytes[pos..pos + nl];
                 if first {
-                    let h: Header = serde_json::from_slice(line)
-                        .with_context(|| format!("{}:1: not a schedlab sweep journal", path.display()))?;
+                    let h: Header =
+                        serde_json::from_slice(line).map_err(|source| JournalError::NotAJournal { path: at(), source })?;
                     if h.sweep_id != sweep_id {
-                        bail!(
-                            "{} belongs to another sweep (id {}, this spec is {}): the spec, the schedlab version or the shard changed; \
-                             remove the journal to start over, or write to another --out",
-                            path.display(),
-                            h.sweep_id,
-                            sweep_id
-                        );
+                        return Err(JournalError::OtherSweep { path: at(), found: h.sweep_id, expected: sweep_id.into() });
                     }
                     first = false;
                 } else {
@@ -87,10 +120,11 @@ impl Journal {
             .read(true)
             .append(true)
             .open(path)
-            .with_context(|| format!("cannot open the journal {}", path.display()))?;
+            .map_err(|source| JournalError::Open { path: at(), source })?;
         // Cut a torn last line so the next append starts on a line of its own.
-        if file.metadata()?.len() != good_len as u64 {
-            file.set_len(good_len as u64)?;
+        let len = file.metadata().map_err(|source| JournalError::Truncate { path: at(), source })?.len();
+        if len != good_len as u64 {
+            file.set_len(good_len as u64).map_err(|source| JournalError::Truncate { path: at(), source })?;
         }
         if good_len == 0 {
             let h = Header {
@@ -99,10 +133,10 @@ impl Journal {
                 cells_total,
                 version: crate::VERSION.into(),
             };
-            let mut line = serde_json::to_vec(&h)?;
+            let mut line = serde_json::to_vec(&h).map_err(|source| JournalError::Encode { path: at(), source })?;
             line.push(b'\n');
-            file.write_all(&line)?;
-            file.sync_data()?;
+            file.write_all(&line).map_err(|source| JournalError::Append { path: at(), source })?;
+            file.sync_data().map_err(|source| JournalError::Sync { path: at(), source })?;
         }
         Ok(Journal { path: path.to_path_buf(), file, done })
     }
@@ -110,10 +144,11 @@ impl Journal {
     /// Appends one finished cell (one write, then fsync).
     pub fn append(&mut self, cell: u64, key: &str, rows: Vec<Row>) -> Result<()> {
         let e = Entry { cell, key: key.into(), rows };
-        let mut line = serde_json::to_vec(&e)?;
+        let at = || self.path.clone();
+        let mut line = serde_json::to_vec(&e).map_err(|source| JournalError::Encode { path: at(), source })?;
         line.push(b'\n');
-        self.file.write_all(&line).with_context(|| format!("appending to {}", self.path.display()))?;
-        self.file.sync_data().with_context(|| format!("syncing {}", self.path.display()))?;
+        self.file.write_all(&line).map_err(|source| JournalError::Append { path: at(), source })?;
+        self.file.sync_data().map_err(|source| JournalError::Sync { path: at(), source })?;
         self.done.insert(cell, e.rows);
         Ok(())
     }
@@ -149,5 +184,45 @@ mod tests {
         assert_eq!(j.done.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
         assert_eq!(j.done[&2][0][0], Value::f(f64::NAN));
         assert!(Journal::open(&p, "other", 3).err().unwrap().to_string().contains("belongs to another sweep"));
+    }
+
+    #[test]
+    fn a_journal_of_another_sweep_is_refused_by_its_variant() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.csv.journal");
+        Journal::open(&p, "id1", 3).unwrap().append(0, "k0", vec![vec![Value::Int(1)]]).unwrap();
+        let before = std::fs::read(&p).unwrap();
+        let e = Journal::open(&p, "id2 shard 1/2", 3).err().unwrap();
+        match &e {
+            JournalError::OtherSweep { path, found, expected } => {
+                assert_eq!((path, found.as_str(), expected.as_str()), (&p, "id1", "id2 shard 1/2"));
+            }
+            other => panic!("not OtherSweep: {other:?}"),
+        }
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} belongs to another sweep (id id1, this spec is id2 shard 1/2): the spec, the schedlab version or the \
+                 shard changed; remove the journal to start over, or write to another --out",
+                p.display()
+            )
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), before, "a refused journal is left as it was");
+    }
+
+    #[test]
+    fn a_foreign_file_names_its_first_line_and_keeps_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.csv.journal");
+        std::fs::write(&p, "traffic_pct,seed\n").unwrap();
+        let e = Journal::open(&p, "id1", 3).err().unwrap();
+        assert!(matches!(&e, JournalError::NotAJournal { path, .. } if *path == p), "{e:?}");
+        assert_eq!(e.to_string(), format!("{}:1: not a schedlab sweep journal", p.display()));
+        let cause = std::error::Error::source(&e).expect("the JSON error is the source").to_string();
+        assert!(cause.contains("line 1"), "{cause}");
+        // A journal that is a folder cannot be read: the I/O error is the source.
+        let e = Journal::open(dir.path(), "id1", 3).err().unwrap();
+        assert!(matches!(&e, JournalError::Read { path, .. } if path == dir.path()), "{e:?}");
+        assert!(std::error::Error::source(&e).is_some());
     }
 }

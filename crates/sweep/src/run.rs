@@ -6,17 +6,35 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
-use schedlab_sim::model::{parse_strategy, AlphaClass};
+use schedlab_sim::model::{parse_strategy, AlphaClass, ModelError};
 use schedlab_sim::{run, Arrivals, Control, SimConfig};
 
 use crate::spec::CellJob;
 use crate::table::{Row, Value};
 
+/// Why a cell could not run. A spec read by [`crate::spec`] has been checked already, so these
+/// come from cells made by hand (the Python package and Ray take cells as JSON).
+#[derive(Debug, thiserror::Error)]
+pub enum CellError {
+    /// A strategy the simulator does not know (the message is the simulator's own).
+    #[error("{error}")]
+    Strategy { cell: u64, strategy: String, error: ModelError },
+    /// The length distribution is refused.
+    #[error("cell {cell}: lengths: {msg}")]
+    Lengths { cell: u64, msg: String },
+    /// A service model other than `report`.
+    #[error("cell {cell}: unknown service model '{service}'")]
+    Service { cell: u64, service: String },
+}
+
 /// The simulator configuration of a cell.
-pub fn sim_config(job: &CellJob) -> Result<SimConfig> {
-    let strategies = job.strategies.iter().map(|s| parse_strategy(s)).collect::<Result<Vec<_>, _>>()?;
-    let dist = job.lengths.to_length_dist().map_err(|e| anyhow!("cell {}: lengths: {e}", job.cell))?;
+pub fn sim_config(job: &CellJob) -> Result<SimConfig, CellError> {
+    let strategies = job
+        .strategies
+        .iter()
+        .map(|s| parse_strategy(s).map_err(|error| CellError::Strategy { cell: job.cell, strategy: s.clone(), error }))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dist = job.lengths.to_length_dist().map_err(|msg| CellError::Lengths { cell: job.cell, msg })?;
     let o = &job.options;
     Ok(SimConfig {
         traffic: job.traffic_pct,
@@ -37,9 +55,9 @@ pub fn sim_config(job: &CellJob) -> Result<SimConfig> {
 }
 
 /// Runs one cell. `None` when it was stopped through `ctl` (an unfinished cell has no rows).
-pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>> {
+pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>, CellError> {
     if job.service != "report" {
-        return Err(anyhow!("cell {}: unknown service model '{}'", job.cell, job.service));
+        return Err(CellError::Service { cell: job.cell, service: job.service.clone() });
     }
     let cfg = sim_config(job)?;
     let r = run(&cfg, ctl);
@@ -103,19 +121,20 @@ pub struct Progress {
 
 /// Runs `jobs` on `workers` threads; `on_done(job index, rows)` is called on the calling thread as
 /// each cell finishes, in completion order. Stops early (returning what finished) when `stop` is
-/// set; `tick` runs on the calling thread about every 100 ms (progress bars, signal checks).
-pub fn run_local(
+/// set; `tick` runs on the calling thread about every 100 ms (progress bars, signal checks). The
+/// first error, of a cell ([`CellError`], into `E`) or of `on_done`, stops the run and is returned.
+pub fn run_local<E: From<CellError>>(
     jobs: &[CellJob],
     workers: usize,
     stop: &AtomicBool,
     progress: &Progress,
-    mut on_done: impl FnMut(usize, Vec<Row>) -> Result<()>,
+    mut on_done: impl FnMut(usize, Vec<Row>) -> Result<(), E>,
     mut tick: impl FnMut(),
-) -> Result<()> {
+) -> Result<(), E> {
     assert_eq!(progress.controls.len(), jobs.len(), "one control per job");
     let next = AtomicUsize::new(0);
     let workers = workers.clamp(1, jobs.len().max(1));
-    let (tx, rx) = mpsc::channel::<(usize, Result<Option<Vec<Row>>>)>();
+    let (tx, rx) = mpsc::channel::<(usize, Result<Option<Vec<Row>>, CellError>)>();
     std::thread::scope(|s| {
         for _ in 0..workers {
             let tx = tx.clone();
@@ -135,7 +154,7 @@ pub fn run_local(
             });
         }
         drop(tx);
-        let mut first_err: Option<anyhow::Error> = None;
+        let mut first_err: Option<E> = None;
         loop {
             // Forward a stop request to the running cells.
             if stop.load(Ordering::Relaxed) {
@@ -156,7 +175,7 @@ pub fn run_local(
                 Ok((_, Ok(None))) => {}
                 Ok((_, Err(e))) => {
                     stop.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(e);
+                    first_err.get_or_insert(E::from(e));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -165,4 +184,63 @@ pub fn run_local(
         }
         first_err.map_or(Ok(()), Err)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::spec::Sweep;
+
+    fn cell() -> CellJob {
+        let s = Sweep::parse("traffic = [50]\npackets = 2000\nstrategies = [\"RR\", 10]\n", "s.toml", Path::new(".")).unwrap();
+        s.cells[0].clone()
+    }
+
+    #[test]
+    fn cells_made_by_hand_are_refused_by_their_variant() {
+        let ctl = Control::default();
+        let mut c = cell();
+        c.service = "exact".into();
+        let e = run_cell(&c, &ctl).unwrap_err();
+        assert!(matches!(&e, CellError::Service { cell: 0, service } if service == "exact"), "{e:?}");
+        assert_eq!(e.to_string(), "cell 0: unknown service model 'exact'");
+        let mut c = cell();
+        c.strategies.push("warp".into());
+        let e = run_cell(&c, &ctl).unwrap_err();
+        let want = parse_strategy("warp").unwrap_err();
+        assert_eq!(e.to_string(), want.to_string(), "the simulator's own message");
+        assert!(matches!(e, CellError::Strategy { cell: 0, strategy, error } if strategy == "warp" && error == want));
+        let mut c = cell();
+        c.lengths.workload = None;
+        c.lengths.ranges = vec![(5, 2, 100.0)];
+        let e = run_cell(&c, &ctl).unwrap_err();
+        assert!(matches!(&e, CellError::Lengths { cell: 0, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("cell 0: lengths: length range 5..2"), "{e}");
+    }
+
+    #[test]
+    fn the_pool_returns_the_first_error_typed() {
+        let mut bad = cell();
+        bad.service = "exact".into();
+        let jobs = vec![cell(), bad];
+        let progress =
+            Progress { controls: jobs.iter().map(|_| Arc::new(Control::default())).collect(), done: Default::default() };
+        let stop = AtomicBool::new(false);
+        let mut finished = Vec::new();
+        let r: Result<(), CellError> = run_local(
+            &jobs,
+            1,
+            &stop,
+            &progress,
+            |i, _| {
+                finished.push(i);
+                Ok(())
+            },
+            || {},
+        );
+        assert!(matches!(r, Err(CellError::Service { cell: 0, .. })), "{r:?}");
+        assert_eq!(finished, [0], "the good cell finished before the bad one stopped the run");
+    }
 }

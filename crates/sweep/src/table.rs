@@ -1,25 +1,123 @@
 //! The tidy result table: one row per (cell, strategy, message length), units in column names.
-//! Written as CSV or Parquet (by the file's extension) and read back for `sweep merge`.
+//! Written as CSV or Parquet (by the file's extension) and read back for `sweep merge`. Every
+//! failure is a [`TableError`] naming the file (and the line and field where there is one).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
 use parquet::basic::Compression;
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::record::RowAccessor;
 use parquet::schema::parser::parse_message_type;
+use schedlab_report::export::csv_line;
 use schedlab_report::results::{
     self,
     sweep_row::{SweepRow, SweepRowSchema},
+    ResultError,
 };
 use serde::{Deserialize, Serialize};
+
+/// Why a table could not be named, written or read. Each variant names the file, and the line
+/// (1 is the header) and field where there is one; an underlying error (I/O, Parquet, JSON, the
+/// typed row's) is the [`source`](std::error::Error::source), which the binary prints after the
+/// message (`writing o.csv: No space left on device`).
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// The extension picks no format.
+    #[error("{}: the output's extension must be .csv or .parquet (or .jsonl: typed rows as JSON lines)", path.display())]
+    Extension { path: PathBuf },
+    /// The temporary file beside the table could not be created.
+    #[error("cannot create {}", path.display())]
+    Create { path: PathBuf, source: std::io::Error },
+    /// Writing the table (into its temporary file) failed.
+    #[error("writing {}", path.display())]
+    Write { path: PathBuf, source: WriteError },
+    /// The written temporary file could not take the table's name.
+    #[error("cannot rename {} to {}", from.display(), to.display())]
+    Rename { from: PathBuf, to: PathBuf, source: std::io::Error },
+    /// The table could not be opened.
+    #[error("cannot open {}", path.display())]
+    Open { path: PathBuf, source: std::io::Error },
+    /// Reading the table failed after it was opened.
+    #[error("reading {}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// A CSV file whose header (line 1) is not this schedlab's columns.
+    #[error(
+        "{}:1: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
+        path.display()
+    )]
+    CsvColumns { path: PathBuf },
+    /// A CSV line with too many or too few fields.
+    #[error("{}:{line}: {found} fields, expected {expected}", path.display())]
+    FieldCount { path: PathBuf, line: usize, found: usize, expected: usize },
+    /// A CSV field that does not parse as its column's type: `value` is not `want` ("an integer",
+    /// "a number", "true/false").
+    #[error("{}:{line}: field '{field}': '{value}' is not {want}", path.display())]
+    Field { path: PathBuf, line: usize, field: &'static str, value: String, want: &'static str },
+    /// A file that Parquet cannot read.
+    #[error("{}: not a Parquet file", path.display())]
+    NotParquet { path: PathBuf, source: ParquetError },
+    /// A Parquet file whose columns are not this schedlab's.
+    #[error(
+        "{}: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
+        path.display()
+    )]
+    ParquetColumns { path: PathBuf },
+    /// Reading the rows of a Parquet file failed.
+    #[error("{}: cannot read the rows", path.display())]
+    ParquetRows { path: PathBuf, source: ParquetError },
+    /// A Parquet column whose values could not be read as its type.
+    #[error("{}: column '{column}'", path.display())]
+    ParquetColumn { path: PathBuf, column: &'static str, source: ParquetError },
+    /// A JSON-lines line that is not JSON.
+    #[error("{}:{line}: not JSON", path.display())]
+    NotJson { path: PathBuf, line: usize, source: serde_json::Error },
+    /// A JSON-lines line that is not a typed row of this table.
+    #[error("{}:{line}", path.display())]
+    Row { path: PathBuf, line: usize, source: RowError },
+}
+
+/// What went wrong while writing a table (the source of [`TableError::Write`]).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A row (0-based) without one value per column.
+    #[error("CSV row has {cells} cells, header has {columns}")]
+    RowWidth { row: usize, cells: usize, columns: usize },
+    /// The Parquet schema of the columns was refused.
+    #[error("parquet schema")]
+    Schema(#[source] ParquetError),
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+    /// A row is not the typed row (its values do not have the columns' types: a bug).
+    #[error(transparent)]
+    Typed(#[from] ResultError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// A typed row (`schedlab.sweep-row/1`) that is not a row of the table, or the reverse.
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    /// The JSON is not the typed row.
+    #[error(transparent)]
+    Typed(#[from] ResultError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A column whose value is not of its type: `want` is "text", "an integer" or "true/false".
+    #[error("column '{column}' is not {want}")]
+    Column { column: &'static str, want: &'static str },
+}
+
+type Result<T, E = TableError> = std::result::Result<T, E>;
 
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,12 +151,13 @@ impl Value {
             Value::Bool(b) => b.to_string(),
         }
     }
-    fn parse(kind: Kind, s: &str) -> Result<Value, String> {
+    /// Parses a CSV field; `Err` says what it is not ("an integer", "a number", "true/false").
+    fn parse(kind: Kind, s: &str) -> Result<Value, &'static str> {
         Ok(match kind {
             Kind::Str => Value::Str(s.to_string()),
-            Kind::Int => Value::Int(s.parse().map_err(|_| format!("'{s}' is not an integer"))?),
-            Kind::Float => Value::f(s.parse().map_err(|_| format!("'{s}' is not a number"))?),
-            Kind::Bool => Value::Bool(s.parse().map_err(|_| format!("'{s}' is not true/false"))?),
+            Kind::Int => Value::Int(s.parse().map_err(|_| "an integer")?),
+            Kind::Float => Value::f(s.parse().map_err(|_| "a number")?),
+            Kind::Bool => Value::Bool(s.parse().map_err(|_| "true/false")?),
         })
     }
 }
@@ -126,9 +225,7 @@ impl Format {
             Some("csv") => Ok(Format::Csv),
             Some("parquet" | "pq") => Ok(Format::Parquet),
             Some("jsonl" | "ndjson") => Ok(Format::Jsonl),
-            _ => {
-                bail!("{}: the output's extension must be .csv or .parquet (or .jsonl: typed rows as JSON lines)", path.display())
-            }
+            _ => Err(TableError::Extension { path: path.to_path_buf() }),
         }
     }
 }
@@ -138,31 +235,35 @@ pub fn write_table(path: &Path, rows: &[Row], sweep_id: &str) -> Result<()> {
     let format = Format::of(path)?;
     let tmp =
         path.with_file_name(format!(".{}.tmp{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"), std::process::id()));
-    let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let f = File::create(&tmp).map_err(|source| TableError::Create { path: tmp.clone(), source })?;
     let res = match format {
         Format::Csv => write_csv(f, rows),
         Format::Parquet => write_parquet(f, rows, sweep_id),
-        Format::Jsonl => write_jsonl(std::io::BufWriter::new(f), rows),
+        Format::Jsonl => write_jsonl(BufWriter::new(f), rows),
     };
-    if let Err(e) = res {
+    if let Err(source) = res {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e.context(format!("writing {}", path.display())));
+        return Err(TableError::Write { path: path.to_path_buf(), source });
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+    std::fs::rename(&tmp, path).map_err(|source| TableError::Rename { from: tmp, to: path.to_path_buf(), source })
 }
 
-fn write_csv(f: File, rows: &[Row]) -> Result<()> {
-    let mut c = schedlab_report::export::Csv::new(std::io::BufWriter::new(f), &header())?;
-    for r in rows {
+/// The CSV table: a header, then one line per row, quoted as `schedlab_report::export::Csv` quotes.
+fn write_csv(f: File, rows: &[Row]) -> Result<(), WriteError> {
+    let mut w = BufWriter::new(f);
+    writeln!(w, "{}", csv_line(&header()))?;
+    for (i, r) in rows.iter().enumerate() {
+        if r.len() != COLUMNS.len() {
+            return Err(WriteError::RowWidth { row: i, cells: r.len(), columns: COLUMNS.len() });
+        }
         let cells: Vec<String> = r.iter().map(Value::text).collect();
-        c.row(&cells)?;
+        writeln!(w, "{}", csv_line(&cells))?;
     }
-    let w = c.finish()?;
     w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(())
 }
 
-fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<()> {
+fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<(), WriteError> {
     let mut schema = String::from("message schedlab_sweep {\n");
     for (name, kind) in COLUMNS {
         let t = match kind {
@@ -175,7 +276,7 @@ fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<()> {
         schema.push_str(&format!("  REQUIRED {t} {name}{ann};\n"));
     }
     schema.push('}');
-    let schema = Arc::new(parse_message_type(&schema).context("parquet schema")?);
+    let schema = Arc::new(parse_message_type(&schema).map_err(WriteError::Schema)?);
     let props = Arc::new(
         WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
@@ -228,27 +329,25 @@ pub fn read_table(path: &Path) -> Result<Vec<Row>> {
 }
 
 fn read_csv(path: &Path) -> Result<Vec<Row>> {
-    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let at = || path.to_path_buf();
+    let f = File::open(path).map_err(|source| TableError::Open { path: at(), source })?;
     let mut lines = BufReader::new(f).lines();
-    let head = lines.next().transpose()?.unwrap_or_default();
+    let head = lines.next().transpose().map_err(|source| TableError::Read { path: at(), source })?.unwrap_or_default();
     if head.split(',').collect::<Vec<_>>() != header() {
-        bail!(
-            "{}:1: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
-            path.display()
-        );
+        return Err(TableError::CsvColumns { path: at() });
     }
     let mut rows = Vec::new();
     for (n, line) in lines.enumerate() {
-        let line = line?;
+        let line = line.map_err(|source| TableError::Read { path: at(), source })?;
         let cells = split_csv(&line);
         if cells.len() != COLUMNS.len() {
-            bail!("{}:{}: {} fields, expected {}", path.display(), n + 2, cells.len(), COLUMNS.len());
+            return Err(TableError::FieldCount { path: at(), line: n + 2, found: cells.len(), expected: COLUMNS.len() });
         }
         let row = cells
             .iter()
             .zip(COLUMNS)
-            .map(|(s, (name, kind))| {
-                Value::parse(kind, s).map_err(|e| anyhow::anyhow!("{}:{}: field '{name}': {e}", path.display(), n + 2))
+            .map(|(s, (field, kind))| {
+                Value::parse(kind, s).map_err(|want| TableError::Field { path: at(), line: n + 2, field, value: s.clone(), want })
             })
             .collect::<Result<Row>>()?;
         rows.push(row);
@@ -259,27 +358,25 @@ fn read_csv(path: &Path) -> Result<Vec<Row>> {
 pub use schedlab_report::export::split_csv;
 
 fn read_parquet(path: &Path) -> Result<Vec<Row>> {
-    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let r = SerializedFileReader::new(f).with_context(|| format!("{}: not a Parquet file", path.display()))?;
+    let at = || path.to_path_buf();
+    let f = File::open(path).map_err(|source| TableError::Open { path: at(), source })?;
+    let r = SerializedFileReader::new(f).map_err(|source| TableError::NotParquet { path: at(), source })?;
     let names: Vec<String> = r.metadata().file_metadata().schema_descr().columns().iter().map(|c| c.name().to_string()).collect();
     if names != header() {
-        bail!(
-            "{}: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
-            path.display()
-        );
+        return Err(TableError::ParquetColumns { path: at() });
     }
     let mut rows = Vec::new();
-    for rec in r.get_row_iter(None)? {
-        let rec = rec?;
+    for rec in r.get_row_iter(None).map_err(|source| TableError::ParquetRows { path: at(), source })? {
+        let rec = rec.map_err(|source| TableError::ParquetRows { path: at(), source })?;
         let mut row = Vec::with_capacity(COLUMNS.len());
-        for (i, (name, kind)) in COLUMNS.iter().enumerate() {
+        for (i, &(column, kind)) in COLUMNS.iter().enumerate() {
             let v = match kind {
                 Kind::Str => rec.get_string(i).map(|s| Value::Str(s.clone())),
                 Kind::Int => rec.get_long(i).map(Value::Int),
                 Kind::Float => rec.get_double(i).map(Value::f),
                 Kind::Bool => rec.get_bool(i).map(Value::Bool),
             }
-            .with_context(|| format!("{}: column '{name}'", path.display()))?;
+            .map_err(|source| TableError::ParquetColumn { path: at(), column, source })?;
             row.push(v);
         }
         rows.push(row);
@@ -289,7 +386,7 @@ fn read_parquet(path: &Path) -> Result<Vec<Row>> {
 
 /// A row as the typed result kind (`schedlab.sweep-row/1`). Fails only for a row whose values do
 /// not have the columns' types (a bug).
-pub fn typed(r: &Row) -> Result<SweepRow> {
+pub fn typed(r: &Row) -> Result<SweepRow, ResultError> {
     let mut m = serde_json::Map::new();
     m.insert("schema".into(), serde_json::Value::from(SweepRowSchema::TAG));
     for ((name, _), v) in COLUMNS.iter().zip(r) {
@@ -302,28 +399,29 @@ pub fn typed(r: &Row) -> Result<SweepRow> {
         };
         m.insert((*name).to_string(), j);
     }
-    Ok(results::read::<SweepRow>(&serde_json::Value::Object(m))?)
+    results::read::<SweepRow>(&serde_json::Value::Object(m))
 }
 
 /// A typed row as a row of the table, in [`COLUMNS`] order.
-pub fn untyped(t: &SweepRow) -> Result<Row> {
+pub fn untyped(t: &SweepRow) -> Result<Row, RowError> {
     let v = serde_json::to_value(t)?;
     COLUMNS
         .iter()
-        .map(|(name, kind)| {
-            let x = &v[*name];
+        .map(|&(column, kind)| {
+            let x = &v[column];
+            let not = |want| RowError::Column { column, want };
             Ok(match kind {
-                Kind::Str => Value::Str(x.as_str().with_context(|| format!("column '{name}' is not text"))?.to_string()),
-                Kind::Int => Value::Int(x.as_i64().with_context(|| format!("column '{name}' is not an integer"))?),
+                Kind::Str => Value::Str(x.as_str().ok_or_else(|| not("text"))?.to_string()),
+                Kind::Int => Value::Int(x.as_i64().ok_or_else(|| not("an integer"))?),
                 Kind::Float => Value::f(x.as_f64().unwrap_or(f64::NAN)),
-                Kind::Bool => Value::Bool(x.as_bool().with_context(|| format!("column '{name}' is not true/false"))?),
+                Kind::Bool => Value::Bool(x.as_bool().ok_or_else(|| not("true/false"))?),
             })
         })
         .collect()
 }
 
 /// Writes rows as JSON lines, one typed row (`schedlab.sweep-row/1`, [`SweepRow`]) per line.
-pub fn write_jsonl<W: Write>(mut w: W, rows: &[Row]) -> Result<()> {
+pub fn write_jsonl<W: Write>(mut w: W, rows: &[Row]) -> Result<(), WriteError> {
     for r in rows {
         serde_json::to_writer(&mut w, &typed(r)?)?;
         writeln!(w)?;
@@ -334,17 +432,19 @@ pub fn write_jsonl<W: Write>(mut w: W, rows: &[Row]) -> Result<()> {
 
 /// Reads JSON lines written by [`write_jsonl`], each line through the typed reader.
 fn read_jsonl(path: &Path) -> Result<Vec<Row>> {
-    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let at = || path.to_path_buf();
+    let f = File::open(path).map_err(|source| TableError::Open { path: at(), source })?;
     let mut rows = Vec::new();
     for (n, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        let line = line.map_err(|source| TableError::Read { path: at(), source })?;
         if line.trim().is_empty() {
             continue;
         }
-        let at = || format!("{}:{}", path.display(), n + 1);
-        let v: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("{}: not JSON", at()))?;
-        let t: SweepRow = results::read(&v).with_context(at)?;
-        rows.push(untyped(&t).with_context(at)?);
+        let row = |source: RowError| TableError::Row { path: at(), line: n + 1, source };
+        let v: serde_json::Value =
+            serde_json::from_str(&line).map_err(|source| TableError::NotJson { path: at(), line: n + 1, source })?;
+        let t: SweepRow = results::read(&v).map_err(|e| row(e.into()))?;
+        rows.push(untyped(&t).map_err(row)?);
     }
     Ok(rows)
 }
@@ -402,6 +502,85 @@ mod tests {
         let p = dir.path().join("x.parquet");
         std::fs::write(&p, "not parquet").unwrap();
         assert!(read_table(&p).is_err());
+    }
+
+    #[test]
+    fn a_csv_field_of_the_wrong_type_names_file_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        write_table(&p, &sample(), "abc").unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        // Line 3 (the second row): its `seed` field is not an integer.
+        let mut cells = split_csv(&lines[2]);
+        cells[col("seed")] = "x7".into();
+        lines[2] = csv_line(&cells);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let e = read_table(&p).unwrap_err();
+        match &e {
+            TableError::Field { path, line, field, value, want } => {
+                assert_eq!((path, *line, *field, value.as_str(), *want), (&p, 3, "seed", "x7", "an integer"));
+            }
+            other => panic!("not Field: {other:?}"),
+        }
+        assert_eq!(e.to_string(), format!("{}:3: field 'seed': 'x7' is not an integer", p.display()));
+        // A line with a field too few.
+        lines[2] = csv_line(&cells[1..]);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let e = read_table(&p).unwrap_err();
+        assert!(matches!(e, TableError::FieldCount { line: 3, found: 30, expected: 31, .. }), "{e:?}");
+        assert_eq!(e.to_string(), format!("{}:3: 30 fields, expected 31", p.display()));
+    }
+
+    #[test]
+    fn an_unknown_extension_is_refused_by_its_variant() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        let e = Format::of(&p).unwrap_err();
+        assert!(matches!(&e, TableError::Extension { path } if *path == p), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("{}: the output's extension must be .csv or .parquet (or .jsonl: typed rows as JSON lines)", p.display())
+        );
+        assert!(matches!(write_table(&p, &sample(), "abc"), Err(TableError::Extension { .. })));
+        assert!(matches!(read_table(&p), Err(TableError::Extension { .. })));
+        assert!(!p.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing was written");
+        for ok in ["a.CSV", "a.parquet", "a.pq", "a.jsonl", "a.ndjson"] {
+            assert!(Format::of(Path::new(ok)).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn write_failures_name_the_table_and_keep_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        // A row without one value per column.
+        let p = dir.path().join("t.csv");
+        let e = write_table(&p, &[vec![Value::Int(1)]], "abc").unwrap_err();
+        assert!(
+            matches!(&e, TableError::Write { path, source: WriteError::RowWidth { row: 0, cells: 1, columns: 31 } } if *path == p)
+        );
+        assert_eq!(e.to_string(), format!("writing {}", p.display()));
+        assert_eq!(std::error::Error::source(&e).unwrap().to_string(), "CSV row has 1 cells, header has 31");
+        assert!(!p.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(), "the temporary file is removed");
+        // A folder that does not exist.
+        let p = dir.path().join("no/such/t.csv");
+        let e = write_table(&p, &sample(), "abc").unwrap_err();
+        assert!(matches!(&e, TableError::Create { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("cannot create ") && std::error::Error::source(&e).is_some(), "{e}");
+    }
+
+    #[test]
+    fn a_jsonl_line_that_is_not_a_row_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        write_table(&p, &sample()[..1], "abc").unwrap();
+        let first = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, format!("{first}\n{{\"schema\": \"other/1\"}}\n")).unwrap();
+        let e = read_table(&p).unwrap_err();
+        assert!(matches!(&e, TableError::Row { line: 3, source: RowError::Typed(_), .. }), "{e:?}");
+        assert_eq!(e.to_string(), format!("{}:3", p.display()));
+        std::fs::write(&p, format!("{first}{{\n")).unwrap();
+        assert!(matches!(read_table(&p), Err(TableError::NotJson { line: 2, .. })));
     }
 
     #[test]
