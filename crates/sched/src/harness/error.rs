@@ -4,7 +4,9 @@
 
 use schedlab_prims::PrimsError;
 
-/// Why [`crate::harness::run`] did not produce a result.
+/// Why [`crate::harness::run`] did not produce a result. A cause from below (the kernel's refusal)
+/// is part of the message and not also a `source()`: the binary prints the chain with `{:#}`, which
+/// would print it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error("need at least one client thread (-t)")]
@@ -25,16 +27,41 @@ pub enum HarnessError {
          -flowsets 1:1500:{clients}"
     )]
     TooFewFlows { flows: usize, clients: usize },
-    #[error("distributed mode (-D) needs a {mechanism} notifier: {source}")]
-    Notifier { mechanism: String, source: PrimsError },
-    #[error("cannot create the scheduler lock ({kind}): {source}")]
-    Lock { kind: String, source: PrimsError },
+    #[error("distributed mode (-D) needs a {mechanism} notifier: {cause}")]
+    Notifier { mechanism: String, cause: PrimsError },
+    #[error("cannot create the scheduler lock ({kind}): {cause}")]
+    Lock { kind: String, cause: PrimsError },
     #[error("cannot start the scheduler thread: {0}")]
     SpawnScheduler(std::io::Error),
-    #[error("cannot start client thread {index}: {source}")]
-    SpawnClient { index: usize, source: std::io::Error },
+    #[error("cannot start client thread {index}: {cause}")]
+    SpawnClient { index: usize, cause: std::io::Error },
     #[error("the scheduler thread panicked")]
     SchedulerPanicked,
     #[error("a client thread panicked")]
     ClientPanicked,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// The kernel's refusal is in the message once, and not repeated by the source chain the
+    /// binary prints with `{:#}`.
+    #[test]
+    fn a_cause_is_printed_once() {
+        let io = || std::io::Error::from_raw_os_error(11);
+        let errs = [
+            HarnessError::SpawnClient { index: 2, cause: io() },
+            HarnessError::Lock { kind: "spin".into(), cause: PrimsError::Os { what: "lock", err: io() } },
+            HarnessError::Notifier { mechanism: "futex".into(), cause: PrimsError::Os { what: "futex", err: io() } },
+            HarnessError::SpawnScheduler(io()),
+        ];
+        let cause = io().to_string();
+        for e in errs {
+            let chain = format!("{:#}", anyhow::Error::new(e));
+            assert_eq!(chain.matches(&cause).count(), 1, "{chain}");
+        }
+        assert!(HarnessError::SpawnClient { index: 0, cause: io() }.source().is_none());
+    }
 }

@@ -258,11 +258,11 @@ fn run_with<P: Policy<Item> + Send + 'static>(
         consumers.push(c);
     }
     let notifier = if cfg.distributed {
-        Some(cfg.notify.create().map_err(|source| HarnessError::Notifier { mechanism: cfg.notify.to_string(), source })?)
+        Some(cfg.notify.create().map_err(|cause| HarnessError::Notifier { mechanism: cfg.notify.to_string(), cause })?)
     } else {
         None
     };
-    let lock = cfg.lock.create().map_err(|source| HarnessError::Lock { kind: cfg.lock.to_string(), source })?;
+    let lock = cfg.lock.create().map_err(|cause| HarnessError::Lock { kind: cfg.lock.to_string(), cause })?;
     let core = Core::new(policy, consumers, cfg.bandwidth, cfg.batch, cfg.trace).with_queue_limit(cfg.qmax, cfg.qmin);
     let clock = Clock::get();
     let shared = Arc::new(Shared {
@@ -336,7 +336,7 @@ fn run_with<P: Policy<Item> + Send + 'static>(
                     let _ = h.join();
                 }
                 drop(guard);
-                return Err(HarnessError::SpawnClient { index: i, source: e });
+                return Err(HarnessError::SpawnClient { index: i, cause: e });
             }
         }
     }
