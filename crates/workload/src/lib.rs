@@ -659,10 +659,13 @@ impl PacketDist {
         *self.cum.last().expect("at least one range")
     }
 
-    /// Mean length in packets.
+    /// Mean length in packets. The weighted sum can round a few ulps outside the lengths (weights
+    /// like 1e72 and 1.2e73 on one length gave 0.9999999999999999); the true mean cannot, so the
+    /// sum is clamped to the shortest and longest length.
     pub fn mean(&self) -> f64 {
         let t = self.total();
-        self.ranges.iter().map(|r| r.prob / t * (f64::from(r.low) + f64::from(r.high)) / 2.0).sum()
+        let m: f64 = self.ranges.iter().map(|r| r.prob / t * (f64::from(r.low) + f64::from(r.high)) / 2.0).sum();
+        m.clamp(f64::from(self.min_len()), f64::from(self.max_len()))
     }
 
     /// Longest possible length in packets.
@@ -708,6 +711,19 @@ impl PacketDist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `sched_traffic` fuzz target: huge weights on one length rounded the mean
+    /// below it.
+    #[test]
+    fn the_mean_stays_within_the_lengths() {
+        let r = |low, high, prob| PacketRange { low, high, prob };
+        let d = PacketDist::from_ranges(vec![r(1, 1, 1e72), r(1, 1, 1.2e73)]).unwrap();
+        assert_eq!(d.mean(), 1.0);
+        let d = PacketDist::from_ranges(vec![r(7, 7, 0.1), r(7, 7, 0.2), r(7, 7, 0.3), r(7, 7, 0.4)]).unwrap();
+        assert_eq!(d.mean(), 7.0);
+        let d = PacketDist::from_ranges(vec![r(1, 3, 1.0), r(5, 5, 3.0)]).unwrap();
+        assert_eq!(d.mean(), 0.25 * 2.0 + 0.75 * 5.0);
+    }
 
     #[test]
     fn every_table_parses_with_its_provenance() {
