@@ -10,7 +10,16 @@ fn schedlab() -> Command {
 /// Runs `args` with stdout and stderr on pipes whose reader closes at once; returns the status
 /// code and nothing else (no panic message can be read: the reader is gone).
 fn with_closed_pipes(args: &[&str]) -> i32 {
-    let mut child = schedlab().args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // In a directory of its own: `sched` writes its timestamp files (queue-i.txt) where it runs.
+    let d = tempfile::tempdir().unwrap();
+    let mut child = schedlab()
+        .args(args)
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     drop(child.stdout.take());
     drop(child.stderr.take());
     child.wait().unwrap().code().expect("exited, not killed")
