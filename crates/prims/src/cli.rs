@@ -193,8 +193,13 @@ fn ops_from_millions(m: f64, flag: &str) -> Result<u64> {
 }
 
 /// Pins thread i to the i-th CPU when there are enough; otherwise the policy of `pin`/`no_pin`.
+/// The most threads a benchmark starts (as `sched -t`): beyond it a count is a typo, and taking it
+/// at its word would ask for more memory than the machine has before the first thread starts.
+const MAX_THREADS: usize = 4096;
+
 fn worker_cpus(n: usize, pin: bool, no_pin: bool) -> Result<(Vec<Option<usize>>, Option<String>)> {
     anyhow::ensure!(n > 0, "-n 0: at least one thread is needed");
+    anyhow::ensure!(n <= MAX_THREADS, "-n {n}: at most {MAX_THREADS} threads");
     let cpus = online_cpus();
     if no_pin {
         return Ok((vec![None; n], Some("threads not pinned (--no-pin)".into())));
@@ -435,6 +440,7 @@ fn semtest_job(a: SemtestArgs) -> Result<SemtestJob> {
         (None, Placement::Fixed(..)) => 1,
         (None, _) => cpus.len(),
     };
+    anyhow::ensure!(pairs <= MAX_THREADS / 2, "-n {pairs}: at most {} pairs ({MAX_THREADS} threads)", MAX_THREADS / 2);
     let seed = a.seed.unwrap_or_else(|| crate::clock::now_ns() ^ 0x5eed);
     let config = SemtestConfig {
         pairs,
@@ -508,6 +514,20 @@ mod tests {
         let e = parse_args(args(&["trylock", "--bogus"])).unwrap_err();
         assert!(e.downcast_ref::<clap::Error>().is_some(), "a usage error is clap's: {e:#}");
         assert!(parse_args(args(&["trylock", "--lock", "rwlock"])).unwrap_err().downcast_ref::<clap::Error>().is_none());
+    }
+
+    /// Found by the `cli_args` fuzz target: `trylock -n 7777777777777` asked for a vector of that
+    /// many CPU slots and aborted out of memory; `semtest -A -n` likewise when its pairs started.
+    #[test]
+    fn thread_counts_are_bounded() {
+        for argv in
+            [&["trylock", "-n", "7777777777777"][..], &["trylock", "-n", "4097", "--no-pin"], &["semtest", "-A", "-n", "2049"]]
+        {
+            let e = parse_args(args(argv)).unwrap_err();
+            assert!(format!("{e:#}").contains("at most"), "{argv:?}: {e:#}");
+        }
+        assert!(parse_args(args(&["trylock", "-n", "4096", "--no-pin"])).is_ok());
+        assert!(parse_args(args(&["semtest", "-A", "-n", "2048"])).is_ok());
     }
 
     #[test]
