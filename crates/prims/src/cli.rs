@@ -196,6 +196,8 @@ fn ops_from_millions(m: f64, flag: &str) -> Result<u64> {
 /// The most threads a benchmark starts (as `sched -t`): beyond it a count is a typo, and taking it
 /// at its word would ask for more memory than the machine has before the first thread starts.
 const MAX_THREADS: usize = 4096;
+/// The most busy samples a trylock thread keeps for `-o` (512 MiB each).
+const MAX_RING: usize = 1 << 27;
 
 fn worker_cpus(n: usize, pin: bool, no_pin: bool) -> Result<(Vec<Option<usize>>, Option<String>)> {
     anyhow::ensure!(n > 0, "-n 0: at least one thread is needed");
@@ -235,6 +237,7 @@ fn trylock_job(a: TrylockArgs) -> Result<TrylockJob> {
     );
     let ops = ops_from_millions(a.millions, "-t")?;
     let (cpus, note) = worker_cpus(a.threads, a.pin, a.no_pin)?;
+    anyhow::ensure!(a.ring <= MAX_RING, "--ring {}: at most {MAX_RING} samples per thread (4 bytes each)", a.ring);
     if let Some(x) = a.alloc_core {
         place::check_cpus([("-x", x)])?;
     }
@@ -245,7 +248,8 @@ fn trylock_job(a: TrylockArgs) -> Result<TrylockJob> {
         ops_per_thread: ops,
         alloc_cpu: a.alloc_core,
         worker_cpus: cpus,
-        ring: a.ring,
+        // No thread takes more samples than it makes operations.
+        ring: a.ring.min(usize::try_from(ops).unwrap_or(usize::MAX)),
         allow_degraded: a.common.allow_degraded,
         track_handover: a.handover || test == TrylockTest::PingPong,
         dispatch: if a.dispatch == "trait-object" { Dispatch::TraitObject } else { Dispatch::Direct },
@@ -527,6 +531,13 @@ mod tests {
             assert!(format!("{e:#}").contains("at most"), "{argv:?}: {e:#}");
         }
         assert!(parse_args(args(&["trylock", "-n", "4096", "--no-pin"])).is_ok());
+        // Likewise `-F -o d.txt --ring 777777777777`: a vector of that many samples per thread.
+        let e = parse_args(args(&["trylock", "-F", "-o", "d.txt", "--ring", "777777777777"])).unwrap_err();
+        assert!(format!("{e:#}").contains("at most"), "{e:#}");
+        let PrimsCommand::Trylock(t) = parse_args(args(&["trylock", "-F", "-o", "d.txt", "-t", "0.001"])).unwrap() else {
+            panic!("a trylock job")
+        };
+        assert_eq!(t.config.ring, 1000, "no more samples kept than operations made");
         assert!(parse_args(args(&["semtest", "-A", "-n", "2048"])).is_ok());
     }
 

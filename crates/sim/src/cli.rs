@@ -442,6 +442,13 @@ fn build_configs(a: &SimArgs, notes: &mut Vec<String>) -> Result<Vec<SimConfig>>
         }
     }
     let packets = a.packets.unwrap_or(DEFAULT_PACKETS);
+    if a.trace.is_none() && u64::from(a.batches) > packets {
+        bail!(
+            "--batches {}: more batches than arrival packets ({packets}); each batch mean needs packets of its own: \
+             give fewer --batches or more --packets",
+            a.batches
+        );
+    }
     let service = Service::parse(&a.service)?;
     let weights = match &a.weights {
         Some(w) => parse_weights(w)?,
@@ -562,6 +569,7 @@ mod tests {
             &["sim", "-a", "é"],
             &["sim", "-t", "100"],
             &["sim", "--batches", "1"],
+            &["sim", "--batches", "4000000000", "--packets", "10k"],
         ] {
             assert!(parse_sim_args(&os(bad)).is_err(), "{bad:?}");
         }
