@@ -48,6 +48,10 @@ pub enum SpecError {
     Key { file: String, key: String, msg: String },
 }
 
+/// The most cells one sweep may have (each is a simulator run; at a tenth of a second each, a
+/// million is a day of one core).
+pub const MAX_CELLS: u64 = 1_000_000;
+
 /// One length distribution as the cells carry it: `(low, high, percent)` ranges.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
@@ -452,6 +456,27 @@ impl Sweep {
             if packets.is_empty() {
                 return Err(key(&format!("{prefix}packets"), "empty list: the grid would have no cells".into()));
             }
+            // Counted before any cell is made: a few lists (or `replications`) multiply to more
+            // cells than memory holds long before any of them could run.
+            let here = [traffic.len(), lengths.len(), service.len(), packets.len(), seeds.len()]
+                .iter()
+                .fold(1u64, |n, &k| n.saturating_mul(k as u64));
+            let total = here.saturating_add(cells.len() as u64);
+            if total > MAX_CELLS {
+                return Err(key(
+                    &format!("{prefix}traffic"),
+                    format!(
+                        "the grid has {total} cells ({} traffic x {} lengths x {} service x {} packets x {} seeds{}); \
+                         at most {MAX_CELLS} in one sweep: split it into several specs",
+                        traffic.len(),
+                        lengths.len(),
+                        service.len(),
+                        packets.len(),
+                        seeds.len(),
+                        if cells.is_empty() { String::new() } else { format!(", plus {} in the blocks before", cells.len()) }
+                    ),
+                ));
+            }
             for &t in &traffic {
                 for l in &lengths {
                     for s in &service {
@@ -550,6 +575,22 @@ mod tests {
         assert_eq!(s.cells[2].lengths.to_length_dist().unwrap().workload.unwrap().bytes_per_packet, Some(1442));
         assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w4:smooth\"]\n").contains("key 'lengths'"));
         assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w9\"]\n").contains("unknown distribution 'w9'"));
+    }
+
+    /// A short spec can describe more cells than memory holds: refused before any is made.
+    #[test]
+    fn a_grid_of_too_many_cells_is_refused() {
+        let traffic: Vec<String> = (1..=99).map(|t| t.to_string()).collect();
+        let spec = |reps: u32| format!("traffic = [{}]\npackets = 1000\nreplications = {reps}\n", traffic.join(", "));
+        let refused = |reps: u32| match parse(&spec(reps)) {
+            Ok(s) => panic!("{reps} replications: {} cells accepted", s.cells.len()),
+            Err(e) => e.to_string(),
+        };
+        let e = refused(1_000_000);
+        assert!(e.contains("key 'traffic'") && e.contains("99000000 cells") && e.contains("at most 1000000"), "{e}");
+        // 99 x 10102 = 1000098, just over.
+        assert!(refused(10_102).contains("1000098 cells"));
+        assert_eq!(parse(&spec(100)).map(|s| s.cells.len()).ok(), Some(9_900));
     }
 
     #[test]
