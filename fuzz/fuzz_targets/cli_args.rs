@@ -1,6 +1,7 @@
 //! Every command's argument parsing, seed-verbatim forms included: the first line of the input
 //! names the command (sim, bench, sched, predict, trylock, notify, semtest, echo, echo-MODE,
-//! burst, test-burst, hist, echo-bench, rdma, sweep; anything else picks one by its length), each
+//! burst, test-burst, hist, echo-bench, rdma, sweep; workloads, report, vm and qdisc by name only;
+//! anything else picks one of the first list by its length), each
 //! further line is one argument. Each goes through the command's `parse_args`/`parse_argv`, which
 //! returns a Result and never runs, prints or exits. Any panic is a bug (clap's own consistency
 //! checks included: this build has debug assertions), and so is a help or error text that
@@ -29,6 +30,9 @@ const COMMANDS: &[&str] = &[
     "rdma",
     "sweep",
 ];
+/// Reached by their exact names only (added later: picking by length over `COMMANDS` alone keeps
+/// the committed corpus and regressions on the commands they were found with).
+const BY_NAME_ONLY: &[&str] = &["workloads", "report", "vm", "qdisc"];
 
 /// Renders an error as the command would print it (clap builds help and usage lazily).
 fn render(e: anyhow::Error) {
@@ -41,9 +45,28 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let first = args[0].to_string_lossy().into_owned();
-    let cmd = if COMMANDS.contains(&first.as_str()) { first } else { COMMANDS[first.len() % COMMANDS.len()].to_string() };
+    let named = COMMANDS.contains(&first.as_str()) || BY_NAME_ONLY.contains(&first.as_str());
+    let cmd = if named { first } else { COMMANDS[first.len() % COMMANDS.len()].to_string() };
     args[0] = OsString::from(&cmd);
     match cmd.as_str() {
+        "workloads" => {
+            if let Err(e) = schedlab_sim::cli::parse_command(args) {
+                let _ = format!("{e:#}");
+            }
+        }
+        "report" => {
+            let _ = schedlab_report::page::cli::parse(&args);
+        }
+        "vm" => {
+            if let Err(e) = schedlab_kernel::cli::parse_vm_args(&args) {
+                render(e);
+            }
+        }
+        "qdisc" => {
+            if let Err(e) = schedlab_kernel::cli::parse_qdisc_args(&args) {
+                render(e);
+            }
+        }
         "sim" | "bench" => {
             // --dist and --trace name files; their texts are fuzzed from memory by sim_parsers.
             args.retain(|a| !(a.to_string_lossy().starts_with("--dist") || a.to_string_lossy().starts_with("--trace")));
