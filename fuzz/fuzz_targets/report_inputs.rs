@@ -1,6 +1,6 @@
 //! `schedlab report FILE...`: any file a user hands the page builder (a JSON result of any command,
-//! a sweep or sim CSV table, anything else), read, classified and rendered with
-//! `--allow-unsupported`, so that a malformed result of a known kind is rendered too. Any panic is
+//! a sweep or sim CSV table, anything else), read, classified and rendered without and with
+//! `--allow-unsupported` (with it, a malformed result of a known kind is rendered too). Any panic is
 //! a bug; a page that is built must also render to HTML. The input is written to a file of this
 //! process's own (the reader takes paths, as the command does), removed after each input.
 #![no_main]

@@ -192,13 +192,13 @@ fn ops_from_millions(m: f64, flag: &str) -> Result<u64> {
     Ok(ops as u64)
 }
 
-/// Pins thread i to the i-th CPU when there are enough; otherwise the policy of `pin`/`no_pin`.
 /// The most threads a benchmark starts (as `sched -t`): beyond it a count is a typo, and taking it
 /// at its word would ask for more memory than the machine has before the first thread starts.
 const MAX_THREADS: usize = 4096;
 /// The most busy samples a trylock thread keeps for `-o` (512 MiB each).
 const MAX_RING: usize = 1 << 27;
 
+/// Pins thread i to the i-th CPU when there are enough; otherwise the policy of `pin`/`no_pin`.
 fn worker_cpus(n: usize, pin: bool, no_pin: bool) -> Result<(Vec<Option<usize>>, Option<String>)> {
     anyhow::ensure!(n > 0, "-n 0: at least one thread is needed");
     anyhow::ensure!(n <= MAX_THREADS, "-n {n}: at most {MAX_THREADS} threads");
