@@ -98,7 +98,7 @@ impl MachineInfo {
             kernel_version,
             arch,
             cpu_model,
-            cpus_online: online_cpus().len(),
+            cpus_online: cpus_online(),
             virtualization: detect_virt(&cpuinfo),
             cpuidle_driver: read_trim("/sys/devices/system/cpu/cpuidle/current_driver"),
             cpuidle_governor: read_trim("/sys/devices/system/cpu/cpuidle/current_governor_ro")
@@ -128,7 +128,27 @@ impl MachineInfo {
     }
 }
 
-/// CPUs this process may run on (its affinity mask), in increasing order.
+/// How many CPUs the machine has online: `/sys/devices/system/cpu/online` (`0-3`, `0,2-5`), else
+/// `sysconf(_SC_NPROCESSORS_ONLN)`. Not the caller's affinity mask ([`online_cpus`]): a thread
+/// pinned before collecting the facts (`burst --cpu`) must not make a 2-CPU machine read as 1.
+fn cpus_online() -> usize {
+    let from_sysfs = read_trim("/sys/devices/system/cpu/online").and_then(|list| {
+        list.split(',')
+            .map(|part| match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b) = (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()?);
+                    b.checked_sub(a).map(|d| d + 1)
+                }
+                None => part.trim().parse::<usize>().ok().map(|_| 1),
+            })
+            .sum::<Option<usize>>()
+    });
+    // SAFETY: sysconf has no preconditions.
+    from_sysfs.filter(|&n| n > 0).unwrap_or_else(|| unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize)
+}
+
+/// CPUs the calling thread may run on (its affinity mask), in increasing order. Called before any
+/// pinning, that is the process's mask.
 pub fn online_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most sizeof(cpu_set_t) bytes.
     unsafe {
@@ -155,7 +175,8 @@ pub enum SchedPolicy {
 
 impl SchedPolicy {
     fn from_raw(p: i32) -> Self {
-        match p {
+        // `chrt -R` (SCHED_RESET_ON_FORK) is a flag on top of the policy, not another policy.
+        match p & !libc::SCHED_RESET_ON_FORK {
             libc::SCHED_OTHER => SchedPolicy::SchedOther,
             libc::SCHED_FIFO => SchedPolicy::SchedFifo,
             libc::SCHED_RR => SchedPolicy::SchedRr,

@@ -1,0 +1,109 @@
+//! What `machine` records is what the kernel says the run got, never what was asked for, and
+//! machine facts do not depend on which thread collects them.
+
+use schedlab_report::machine::{online_cpus, pin_current_thread, set_realtime, MachineInfo, SchedPolicy, ThreadInfo};
+
+/// CPUs online according to the kernel (`/sys/devices/system/cpu/online`), counted here
+/// independently of `machine`: `0-1`, `0,2-3`.
+fn cpus_online_per_sysfs() -> usize {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("sysfs lists the online CPUs");
+    text.trim()
+        .split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// Drops root for the calling thread only (the raw system call changes one thread's credentials;
+/// glibc's `setresuid` would change every thread of the test process). Leaving uid 0 clears the
+/// thread's capabilities, so `CAP_SYS_NICE` is gone. False when the thread was not root.
+fn drop_root_in_this_thread() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return false;
+    }
+    // SAFETY: plain system call on the calling thread's credentials.
+    let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+    assert_eq!(rc, 0, "setresuid: {}", std::io::Error::last_os_error());
+    true
+}
+
+fn rtprio_limit() -> u64 {
+    // SAFETY: rlimit is plain data, getrlimit writes it.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        assert_eq!(libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r), 0);
+        r.rlim_cur
+    }
+}
+
+#[test]
+fn cpus_online_counts_the_machine_not_the_collecting_threads_mask() {
+    let online = cpus_online_per_sysfs();
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        schedlab_report::skip!("this process may run on {cpus:?} only: a pinned thread's mask cannot be told from the machine");
+    }
+    let last = *cpus.last().unwrap();
+    let (m, t) = std::thread::spawn(move || {
+        pin_current_thread(last).unwrap();
+        (MachineInfo::collect(), ThreadInfo::current())
+    })
+    .join()
+    .unwrap();
+    assert_eq!(t.allowed_cpus, vec![last], "the thread is pinned");
+    assert_eq!(m.cpus_online, online, "cpus_online of a machine with {online} CPUs, collected by a thread pinned to CPU {last}");
+    assert!(m.line().contains(&format!("{online} cpus")), "{}", m.line());
+}
+
+#[test]
+fn refused_sched_fifo_is_recorded_as_what_the_thread_kept_and_says_why() {
+    if rtprio_limit() != 0 {
+        schedlab_report::skip!("RLIMIT_RTPRIO is {}: an unprivileged thread may get SCHED_FIFO 1", rtprio_limit());
+    }
+    let (err, t) = std::thread::spawn(|| {
+        let dropped = drop_root_in_this_thread();
+        let err = set_realtime(false, 10).err();
+        (err.map(|e| (e.raw_os_error(), e.to_string(), dropped)), ThreadInfo::current())
+    })
+    .join()
+    .unwrap();
+    let (errno, text, _) = err.expect("an unprivileged thread with RLIMIT_RTPRIO 0 is refused SCHED_FIFO");
+    assert_eq!(errno, Some(libc::EPERM), "{text}");
+    assert_eq!(t.policy, SchedPolicy::SchedOther, "{t:?}");
+    assert_eq!(t.priority, 0, "{t:?}");
+}
+
+#[test]
+fn an_out_of_range_priority_is_refused_and_the_policy_read_back_is_unchanged() {
+    let (err, t) = std::thread::spawn(|| (set_realtime(false, 100).err(), ThreadInfo::current())).join().unwrap();
+    let err = err.expect("SCHED_FIFO priority 100 does not exist");
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
+    assert_eq!((t.policy, t.priority), (SchedPolicy::SchedOther, 0), "{t:?}");
+}
+
+#[test]
+fn sched_fifo_with_reset_on_fork_reads_back_as_sched_fifo() {
+    let got = std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: `param` is valid for the call; it changes the calling thread only.
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let t = ThreadInfo::current();
+        // Back to SCHED_OTHER before the thread ends, so the test leaves nothing spinning at RT.
+        let other = libc::sched_param { sched_priority: 0 };
+        // SAFETY: as above.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &other) };
+        Ok(t)
+    })
+    .join()
+    .unwrap();
+    match got {
+        Ok(t) => assert_eq!((t.policy, t.priority), (SchedPolicy::SchedFifo, 1), "{t:?}"),
+        Err(e) => schedlab_report::skip!("SCHED_FIFO refused here ({e}): needs root or CAP_SYS_NICE"),
+    }
+}
