@@ -51,25 +51,86 @@ fn detect_virt(cpuinfo: &str) -> String {
     let vendor = read_trim("/sys/class/dmi/id/sys_vendor").unwrap_or_default();
     let product = read_trim("/sys/class/dmi/id/product_name").unwrap_or_default();
     let hv = read_trim("/sys/hypervisor/type");
-    let flag = cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"));
+    classify_virt(&vendor, &product, hv.as_deref(), cpuinfo, cpuid_hypervisor().as_deref())
+}
+
+/// The hypervisor's vendor signature (CPUID leaf 0x40000000), when the CPU says it runs under one.
+#[cfg(target_arch = "x86_64")]
+fn cpuid_hypervisor() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    // SAFETY: CPUID exists on every x86_64 CPU; leaf 1 ECX bit 31 says a hypervisor is present,
+    // and only then is leaf 0x40000000 (its vendor signature) defined.
+    #[allow(unused_unsafe)]
+    let (present, sig) = unsafe {
+        let present = __cpuid(1).ecx & (1 << 31) != 0;
+        let l = __cpuid(0x4000_0000);
+        (present, [l.ebx, l.ecx, l.edx])
+    };
+    if !present {
+        return None;
+    }
+    let bytes: Vec<u8> = sig.iter().flat_map(|r| r.to_le_bytes()).take_while(|b| *b != 0).collect();
+    let s = String::from_utf8_lossy(&bytes).trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_hypervisor() -> Option<String> {
+    None
+}
+
+/// Names the hypervisor from what the machine shows: DMI vendor and product, `/sys/hypervisor/type`,
+/// `/proc/cpuinfo` and the CPUID hypervisor signature. `none` means bare metal, `unknown` that it
+/// cannot be told.
+pub fn classify_virt(vendor: &str, product: &str, hv: Option<&str>, cpuinfo: &str, cpuid_signature: Option<&str>) -> String {
+    let flags = cpuinfo.lines().find(|l| l.starts_with("flags"));
+    let flag = flags.is_some_and(|l| l.split_whitespace().any(|w| w == "hypervisor"));
+    // An x86 CPU that does not set the hypervisor bit runs on bare metal as far as the kernel can
+    // tell (`None`: no such line, e.g. arm64, where the bit does not exist).
+    let bare_cpu = flags.map(|_| !flag);
     let dmi = format!("{vendor} {product}").to_lowercase();
-    let known = [
+    // DMI names only a virtual machine has: they stand even if a guest hides the CPU bit.
+    let vm_only = [
         ("qemu", "kvm/qemu"),
         ("kvm", "kvm"),
         ("firecracker", "firecracker"),
         ("vmware", "vmware"),
         ("virtualbox", "virtualbox"),
-        ("microsoft", "hyper-v"),
-        ("amazon ec2", "kvm (amazon ec2)"),
-        ("google", "kvm (google compute engine)"),
         ("xen", "xen"),
         ("cloud hypervisor", "cloud-hypervisor"),
     ];
-    if let Some((_, name)) = known.iter().find(|(k, _)| dmi.contains(k)) {
+    // Vendors that also sell bare metal (EC2 `.metal` instances, Surface laptops, Chromebooks):
+    // their name is a hypervisor only when the CPU says it runs under one.
+    let also_metal = [("microsoft", "hyper-v"), ("amazon ec2", "kvm (amazon ec2)"), ("google", "kvm (google compute engine)")];
+    if let Some((_, name)) = vm_only.iter().find(|(k, _)| dmi.contains(k)) {
         return name.to_string();
     }
     if let Some(h) = hv {
-        return h;
+        return h.to_string();
+    }
+    if bare_cpu == Some(true) {
+        return "none".into();
+    }
+    if let Some((_, name)) = also_metal.iter().find(|(k, _)| dmi.contains(k)) {
+        return name.to_string();
+    }
+    let by_signature = [
+        ("KVMKVMKVM", "kvm"),
+        ("Linux KVM Hv", "kvm"),
+        ("Microsoft Hv", "hyper-v"),
+        ("VMwareVMware", "vmware"),
+        ("XenVMMXenVMM", "xen"),
+        ("TCGTCGTCGTCG", "qemu (tcg)"),
+        ("VBoxVBoxVBox", "virtualbox"),
+        ("bhyve bhyve", "bhyve"),
+        ("ACRNACRNACRN", "acrn"),
+        ("QNXQVMBSQG", "qnx"),
+    ];
+    if let Some(sig) = cpuid_signature.map(str::trim).filter(|s| !s.is_empty()) {
+        return match by_signature.iter().find(|(k, _)| *k == sig) {
+            Some((_, name)) => name.to_string(),
+            None => format!("hypervisor with CPUID signature '{sig}'"),
+        };
     }
     if flag {
         return "unknown hypervisor (cpu flag 'hypervisor' set)".into();

@@ -107,3 +107,33 @@ fn sched_fifo_with_reset_on_fork_reads_back_as_sched_fifo() {
         Err(e) => schedlab_report::skip!("SCHED_FIFO refused here ({e}): needs root or CAP_SYS_NICE"),
     }
 }
+
+const X86_GUEST: &str = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\nflags\t\t: fpu vme de pse tsc msr hypervisor lahf_lm\n";
+const X86_METAL: &str = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\nflags\t\t: fpu vme de pse tsc msr lahf_lm\n";
+
+#[test]
+fn hardware_vendors_on_bare_metal_are_not_called_virtual_machines() {
+    use schedlab_report::machine::classify_virt;
+    // Vendors that sell bare metal as well as VMs: their name alone is no hypervisor.
+    assert_eq!(classify_virt("Amazon EC2", "c5.metal", None, X86_METAL, None), "none");
+    assert_eq!(classify_virt("Microsoft Corporation", "Surface Laptop 3", None, X86_METAL, None), "none");
+    assert_eq!(classify_virt("Google", "Eve", None, X86_METAL, None), "none");
+    // The same vendors' virtual machines still are.
+    assert_eq!(classify_virt("Amazon EC2", "m5.large", None, X86_GUEST, Some("KVMKVMKVM")), "kvm (amazon ec2)");
+    assert_eq!(classify_virt("Microsoft Corporation", "Virtual Machine", None, X86_GUEST, Some("Microsoft Hv")), "hyper-v");
+    // A DMI name only a VM has stands even when the guest hides the CPU flag.
+    assert_eq!(classify_virt("QEMU", "Standard PC (Q35 + ICH9, 2009)", None, X86_METAL, None), "kvm/qemu");
+    assert_eq!(classify_virt("Dell Inc.", "PowerEdge R650", None, X86_METAL, None), "none");
+    assert_eq!(classify_virt("", "", Some("xen"), X86_GUEST, None), "xen");
+}
+
+#[test]
+fn a_guest_without_dmi_is_named_by_its_cpuid_signature() {
+    use schedlab_report::machine::classify_virt;
+    // Firecracker guests have no DMI tables: the CPU's hypervisor leaf still names KVM.
+    assert_eq!(classify_virt("", "", None, X86_GUEST, Some("KVMKVMKVM")), "kvm");
+    assert_eq!(classify_virt("", "", None, X86_GUEST, Some("TCGTCGTCGTCG")), "qemu (tcg)");
+    assert_eq!(classify_virt("", "", None, X86_GUEST, Some("NewVisorSig")), "hypervisor with CPUID signature 'NewVisorSig'");
+    assert_eq!(classify_virt("", "", None, X86_GUEST, None), "unknown hypervisor (cpu flag 'hypervisor' set)");
+    assert_eq!(classify_virt("", "", None, "", None), "unknown");
+}
