@@ -122,6 +122,12 @@ pub fn report(args: &Args, r: &RunResult, machine: MachineInfo, command: Vec<Str
     }
 }
 
+/// Every pin of the run that failed (the scheduler's, then each client's): the run went on
+/// unpinned there, and every printed summary of it must say so.
+pub fn pin_failures(rep: &Report) -> Vec<String> {
+    rep.scheduler_pin_error.iter().chain(rep.clients.iter().filter_map(|c| c.pin_error.as_ref())).cloned().collect()
+}
+
 /// The human output: one line per client, the TOTAL line, the link and the placement.
 pub fn text(rep: &Report) -> String {
     let mut s = String::new();

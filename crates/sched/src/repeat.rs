@@ -231,16 +231,19 @@ pub fn summarise(runs: &[Report], reasons: &[Vec<String>]) -> Summary {
 }
 
 /// One line per run: `run 2/5: kept: total 19.97 Mb/s 0.0017 Mpps, delay p50 812.3 us p99
-/// 1590.2 us` or `run 2/5: set aside (REASONS): total ...`.
+/// 1590.2 us` or `run 2/5: set aside (REASONS): total ...`, with `; NOT pinned: ...` when a pin
+/// asked for failed (the run went on unpinned there).
 pub fn run_line(k: usize, n: usize, rep: &Report, reasons: &[String]) -> String {
     let verdict = if reasons.is_empty() { "kept".to_string() } else { format!("set aside ({})", reasons.join("; ")) };
+    let pins = crate::output::pin_failures(rep);
     format!(
-        "run {k}/{n}: {verdict}: total {:.3} Mb/s {:.4} Mpps, delay p50 {:.1} us p99 {:.1} us, {} drops\n",
+        "run {k}/{n}: {verdict}: total {:.3} Mb/s {:.4} Mpps, delay p50 {:.1} us p99 {:.1} us, {} drops{}\n",
         rep.total_rate_bps / 1e6,
         rep.total_rate_pps / 1e6,
         rep.total_delay_us.p50,
         rep.total_delay_us.p99,
-        rep.total_drops
+        rep.total_drops,
+        if pins.is_empty() { String::new() } else { format!("; NOT pinned: {}", pins.join("; ")) }
     )
 }
 
