@@ -37,6 +37,10 @@ pub enum Error {
     /// The harness could not run (threads, placement, the policy).
     #[error(transparent)]
     Harness(Box<dyn std::error::Error + Send + Sync>),
+    /// A pin asked for (`-a`, `--client-cpus`) failed: the harness ran unpinned there, and the
+    /// result records no placement, so no comparison is made of it.
+    #[error("{}: the harness would be compared unpinned (use CPUs this process may run on, or drop -a/--client-cpus)", .0.join("; "))]
+    NotPinned(Vec<String>),
     /// The caller's progress output failed (a closed stdout).
     #[error("writing to stdout")]
     Progress(#[source] std::io::Error),
@@ -75,6 +79,11 @@ pub fn run_with(
             let r = harness::run(&hc, interrupt).map_err(|e| Error::Harness(e.into()))?;
             if r.interrupted {
                 return Ok(Finished::Interrupted);
+            }
+            let failed: Vec<String> =
+                r.sched_pin_error.iter().chain(r.clients.iter().filter_map(|c| c.pin_error.as_ref())).cloned().collect();
+            if !failed.is_empty() {
+                return Err(Error::NotPinned(failed));
             }
             let mut run = analyse(&hc, &r)?;
             run.repeat_run = k;
