@@ -96,6 +96,13 @@ pub fn main(a: BenchArgs) -> Result<i32> {
 }
 
 fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32> {
+    // A CPU outside this process's mask cannot be had: say so before measuring anything.
+    let allowed = schedlab_report::machine::online_cpus();
+    for (flag, cpu) in [("--server-cpu", a.server_cpu), ("--client-cpu", a.client_cpu)] {
+        if let Some(c) = cpu.filter(|c| !allowed.contains(c)) {
+            bail!("{flag} {c}: cannot pin to CPU {c}, this process may run on CPUs {allowed:?} only");
+        }
+    }
     let machine = MachineInfo::collect();
     eprintln!("machine: {}", machine.line());
     let (listen_ip, connect_ip): (IpAddr, IpAddr) = match pair {
@@ -141,13 +148,16 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
                 c.timeout = Duration::from_secs(a.timeout.max(1));
                 let ccpu = a.client_cpu;
                 let t = Instant::now();
-                let (res, th) = in_ns(pair, Side::Client, move || {
+                // The client runs on a thread of its own even without namespaces: its pin must not
+                // stay on this thread, whose mask the next servers' threads would inherit.
+                let (res, th) = in_ns_thread(pair, Side::Client, move || {
                     if let Some(cpu) = ccpu {
-                        let _ = schedlab_report::machine::pin_current_thread(cpu);
+                        schedlab_report::machine::pin_current_thread(cpu)
+                            .with_context(|| format!("--client-cpu {cpu}: cannot pin the client to CPU {cpu}"))?;
                     }
                     let stop = schedlab_report::frontend::interrupt().flag();
-                    (client::run(&c, stop, |_| {}), ThreadInfo::current())
-                })?;
+                    anyhow::Ok((client::run(&c, stop, |_| {}), ThreadInfo::current()))
+                })??;
                 client_thread = th.clone();
                 let r =
                     res.with_context(|| format!("{mode} {size} busy poll {}", bp.map_or("off".into(), |u| format!("{u}us"))))?;
@@ -214,6 +224,14 @@ fn run(a: &BenchArgs, pair: Option<&NetnsPair>, stop: &AtomicBool) -> Result<i32
         return Ok(130);
     }
     Ok(0)
+}
+
+/// Runs `f` on a thread of its own, inside the namespace of `side` when there are namespaces.
+fn in_ns_thread<T: Send + 'static>(pair: Option<&NetnsPair>, side: Side, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    match pair {
+        Some(_) => in_ns(pair, side, f),
+        None => std::thread::spawn(f).join().map_err(|_| anyhow::anyhow!("benchmark thread panicked")),
+    }
 }
 
 /// Runs `f` on a thread inside the namespace of `side` (or directly without namespaces).

@@ -18,6 +18,9 @@ pub enum EchoError {
     /// A kernel mechanism is missing or refused.
     #[error("{what} is not available: {reason}")]
     Unsupported { what: &'static str, reason: String },
+    /// A CPU asked for is not one this process may run on.
+    #[error("cannot pin {what} to CPU {cpu}: this process may run on CPUs {allowed:?} only")]
+    BadCpu { what: &'static str, cpu: usize, allowed: Vec<usize> },
     /// A system call failed.
     #[error("{context}: {err}")]
     Io { context: String, err: io::Error },

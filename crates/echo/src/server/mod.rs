@@ -235,12 +235,19 @@ pub struct ConnReport {
     pub kernel_bytes_received: Option<u64>,
     /// How it ended: `closed by peer`, `server shutdown`, or the error.
     pub end: String,
-    /// `SO_BUSY_POLL` read back from the socket, when busy poll was asked for.
+    /// `SO_BUSY_POLL` read back from the socket, when busy poll was asked for (what the socket
+    /// has, also when raising it was refused).
     pub busy_poll_us: Option<u32>,
+    /// Why `SO_BUSY_POLL` could not be set to the value asked for (None: it was set).
+    pub busy_poll_error: Option<String>,
     /// `SO_INCOMING_NAPI_ID` at the end of the connection (0: no NAPI, busy poll cannot act).
     pub napi_id: Option<u32>,
     /// The CPU the serving thread last ran on.
     pub cpu: i32,
+    /// The CPUs the serving thread could run on, read back from the kernel.
+    pub allowed_cpus: Vec<usize>,
+    /// Why the serving thread could not be pinned to the CPU asked for (`--cpu`), if it could not.
+    pub pin_error: Option<String>,
     /// How the echo departed from the mode's mechanism, if it did (sockmap: a socket that could
     /// not join the map, or bytes left in the receive queue, echoed by a user-space copy).
     pub note: Option<String>,
@@ -252,11 +259,53 @@ impl fmt::Display for ConnReport {
         if let Some(n) = &self.note {
             write!(f, "; {n}")?;
         }
-        if let Some(bp) = self.busy_poll_us {
-            write!(f, "; {}", busy_poll_note(bp, self.napi_id))?;
+        match (&self.busy_poll_error, self.busy_poll_us) {
+            (Some(e), got) => write!(f, "; {e}; the socket has SO_BUSY_POLL={}us", got.unwrap_or(0))?,
+            (None, Some(bp)) => write!(f, "; {}", busy_poll_note(bp, self.napi_id))?,
+            (None, None) => {}
+        }
+        if let Some(e) = &self.pin_error {
+            write!(f, "; NOT pinned: {e}")?;
         }
         Ok(())
     }
+}
+
+/// `SO_BUSY_POLL` on one accepted socket: what the socket has (read back) and, when setting the
+/// value asked for failed, why.
+#[derive(Clone, Debug)]
+pub(crate) struct BusyPollGot {
+    us: Option<u32>,
+    error: Option<String>,
+}
+
+/// Asks for `SO_BUSY_POLL` = `us` on `fd` and reads back what the socket has.
+fn busy_poll_on(fd: RawFd, us: u32) -> BusyPollGot {
+    match sys::set_busy_poll(fd, us) {
+        Ok(v) => BusyPollGot { us: Some(v), error: None },
+        Err(e) => {
+            let error = format!("SO_BUSY_POLL={us}us refused: {e} (raising it may need CAP_NET_ADMIN: run as root)");
+            eprintln!("warning: {error}");
+            BusyPollGot { us: sys::busy_poll(fd).ok(), error: Some(error) }
+        }
+    }
+}
+
+thread_local! {
+    /// Why this serving thread could not be pinned to `--cpu` (set by [`pin_serving_thread`]).
+    static PIN_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Pins the calling serving thread to `cpu` (if asked); a failure is kept for every connection
+/// report this thread writes.
+pub(crate) fn pin_serving_thread(cpu: Option<usize>) {
+    let err = cpu.and_then(|c| {
+        schedlab_report::machine::pin_current_thread(c).err().map(|e| format!("cannot pin the serving thread to CPU {c}: {e}"))
+    });
+    if let Some(e) = &err {
+        eprintln!("warning: {e}; it serves unpinned");
+    }
+    PIN_ERROR.with(|p| *p.borrow_mut() = err);
 }
 
 /// What busy poll could do on a connection, said plainly.
@@ -282,6 +331,9 @@ pub struct ServerReport {
     pub bpf_objects_remaining: usize,
     /// Connections refused because no thread or fd could be had.
     pub refused: u64,
+    /// The CPU the serving threads were asked to run on (`--cpu`); each connection records
+    /// what its thread got.
+    pub requested_cpu: Option<usize>,
     /// Congestion control of the listening socket, inherited by every connection.
     pub congestion: String,
     /// Peak resident set size of the process (`VmHWM`), KiB, read after shutdown.
@@ -360,16 +412,11 @@ impl Shared {
         self.reports.lock().unwrap_or_else(|e| e.into_inner()).push(r);
     }
 
-    /// Sets up an accepted socket: `TCP_NODELAY` and busy poll; returns the busy-poll value read back.
-    fn prepare(&self, fd: RawFd) -> Option<u32> {
+    /// Sets up an accepted socket: `TCP_NODELAY` and busy poll; returns the busy-poll value read
+    /// back, and why the value asked for could not be set.
+    fn prepare(&self, fd: RawFd) -> Option<BusyPollGot> {
         let _ = sys::set_nodelay(fd);
-        self.cfg.busy_poll_us.map(|us| match sys::set_busy_poll(fd, us) {
-            Ok(v) => v,
-            Err(e) => {
-                eprintln!("warning: cannot set SO_BUSY_POLL={us}us ({e}); it needs CAP_NET_ADMIN: run as root");
-                0
-            }
-        })
+        self.cfg.busy_poll_us.map(|us| busy_poll_on(fd, us))
     }
 
     /// Builds the report of a connection that ended with `res`; `by_server` when the server
@@ -382,7 +429,7 @@ impl Shared {
         fd: RawFd,
         bytes: u64,
         res: std::io::Result<()>,
-        busy: Option<u32>,
+        busy: Option<BusyPollGot>,
         by_server: bool,
     ) -> ConnReport {
         let kb = sys::tcp_bytes(fd).ok();
@@ -397,10 +444,13 @@ impl Shared {
             bytes_echoed: bytes,
             kernel_bytes_received: kb.map(|k| k.received),
             end,
-            busy_poll_us: busy,
-            napi_id: busy.and_then(|_| sys::napi_id(fd).ok()),
+            napi_id: busy.as_ref().and_then(|_| sys::napi_id(fd).ok()),
+            busy_poll_us: busy.as_ref().and_then(|b| b.us),
+            busy_poll_error: busy.and_then(|b| b.error),
             // SAFETY: sched_getcpu has no preconditions.
             cpu: unsafe { libc::sched_getcpu() },
+            allowed_cpus: schedlab_report::machine::online_cpus(),
+            pin_error: PIN_ERROR.with(|p| p.borrow().clone()),
             note: None,
         }
     }
@@ -420,6 +470,13 @@ impl Server {
     /// Probes the mode, binds `cfg.addr` and starts serving in background threads.
     pub fn start(cfg: ServerConfig) -> Result<Server, EchoError> {
         cfg.mode.probe()?;
+        if let Some(cpu) = cfg.cpu {
+            // The serving threads descend from this one: a CPU outside its mask cannot be had.
+            let allowed = schedlab_report::machine::online_cpus();
+            if !allowed.contains(&cpu) {
+                return Err(EchoError::BadCpu { what: "the server (--cpu)", cpu, allowed });
+            }
+        }
         let listener = TcpListener::bind(cfg.addr).map_err(|err| {
             let hint = match err.raw_os_error() {
                 Some(libc::EADDRINUSE) => " (the port is already in use: stop the other server or pick another port)",
@@ -525,6 +582,7 @@ impl Server {
             bpf_objects_created: ids.len(),
             bpf_objects_remaining: remaining,
             refused: sh.refused.load(Ordering::SeqCst),
+            requested_cpu: sh.cfg.cpu,
             congestion: self.congestion.clone(),
             peak_rss_kib: sys::status_kib("VmHWM"),
             rss_after_kib: sys::status_kib("VmRSS"),
@@ -573,5 +631,42 @@ mod tests {
         assert!("zerocopy".parse::<UringData>().unwrap_err().contains("copy, splice or auto"));
         assert_eq!(UringData::default(), UringData::Auto);
         assert_eq!(ServerConfig::new(Mode::IoUring, "127.0.0.1:0".parse().unwrap()).uring_data, UringData::Auto);
+    }
+
+    #[test]
+    fn a_refused_busy_poll_is_recorded_as_refused_not_as_set() {
+        // A pipe is no socket: setsockopt fails (ENOTSOCK) as a refusal would.
+        let mut p = [0; 2];
+        // SAFETY: `p` has room for the two descriptors pipe writes.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        let got = busy_poll_on(p[0], 50);
+        // SAFETY: both descriptors were just opened here.
+        unsafe {
+            libc::close(p[0]);
+            libc::close(p[1]);
+        }
+        let why = got.error.clone().expect("the failure is kept");
+        assert!(why.contains("SO_BUSY_POLL=50us refused"), "{why}");
+        assert_eq!(got.us, None, "nothing could be read back from a non-socket");
+        let rep = ConnReport {
+            id: 1,
+            peer: "127.0.0.1:1".into(),
+            bytes_echoed: 0,
+            kernel_bytes_received: None,
+            end: "closed by peer".into(),
+            busy_poll_us: Some(0),
+            busy_poll_error: got.error,
+            napi_id: Some(0),
+            cpu: 0,
+            allowed_cpus: vec![0],
+            pin_error: Some("cannot pin the serving thread to CPU 7: Invalid argument".into()),
+            note: None,
+        };
+        let line = rep.to_string();
+        assert!(
+            line.contains("refused") && line.contains("the socket has SO_BUSY_POLL=0us") && !line.contains("us set"),
+            "{line}"
+        );
+        assert!(line.contains("NOT pinned: cannot pin the serving thread to CPU 7"), "{line}");
     }
 }

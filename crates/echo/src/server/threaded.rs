@@ -87,9 +87,7 @@ fn spawn_conn(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, warned: &mu
 }
 
 fn serve_conn(sh: Arc<Shared>, id: u64, stream: Arc<TcpStream>, peer: SocketAddr) {
-    if let Some(cpu) = sh.cfg.cpu {
-        let _ = schedlab_report::machine::pin_current_thread(cpu);
-    }
+    super::pin_serving_thread(sh.cfg.cpu);
     let fd = stream.as_raw_fd();
     let busy = sh.prepare(fd);
     let mut bytes = 0u64;

@@ -74,7 +74,7 @@ struct Conn {
     id: u64,
     path: Path,
     bytes: u64,
-    busy: Option<u32>,
+    busy: Option<super::BusyPollGot>,
     /// The server shut this connection down (on stop).
     shut: bool,
     /// Why the connection is copied although splice was asked for, or where `auto` switched.
@@ -210,9 +210,7 @@ impl Loop {
     }
 
     pub(super) fn run(mut self, sh: Arc<Shared>, listener: TcpListener, wake: Arc<OwnedFd>) {
-        if let Some(cpu) = sh.cfg.cpu {
-            let _ = schedlab_report::machine::pin_current_thread(cpu);
-        }
+        super::pin_serving_thread(sh.cfg.cpu);
         if self.deferred {
             if let Err(e) = self.ring.submitter().register_enable_rings() {
                 eprintln!("echo server (io_uring): cannot enable the ring: {e}");
@@ -519,7 +517,7 @@ fn data_path(want: UringData, fd: RawFd) -> (Path, Option<String>) {
 
 fn close(sh: &Shared, conns: &mut [Option<Conn>], free: &mut Vec<usize>, slot: usize, res: io::Result<()>) {
     if let Some(mut c) = conns[slot].take() {
-        let mut rep = sh.report(c.id, c.peer, c.stream.as_raw_fd(), c.bytes, res, c.busy, c.shut);
+        let mut rep = sh.report(c.id, c.peer, c.stream.as_raw_fd(), c.bytes, res, c.busy.take(), c.shut);
         rep.note = c.note.take();
         drop(c);
         free.push(slot);
