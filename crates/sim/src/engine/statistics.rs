@@ -132,8 +132,10 @@ fn buckets(cdf: impl Fn(u32) -> f64, quantile: impl Fn(f64) -> u32) -> Vec<Bucke
     let mut out: Vec<Bucket> = Vec::new();
     let mut low = quantile(0.0).max(1);
     for &e in &BUCKET_EDGES {
-        let high = quantile(e).max(low);
-        if out.last().is_some_and(|b| b.high >= high) {
+        let high = quantile(e);
+        if high < low {
+            // This edge falls on a length an earlier bucket holds (an atom spanning several
+            // edges): the edges share that bucket.
             continue;
         }
         out.push(Bucket { low, high, pct_low: cdf(low - 1), pct_high: cdf(high) });
