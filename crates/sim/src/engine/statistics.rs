@@ -347,17 +347,27 @@ impl Acc {
     }
 }
 
-/// Two-sided 97.5% Student t quantile.
+/// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95%): the table
+/// for df ≤ 30, the Cornish–Fisher expansion around the normal quantile above (error < 2e-4 at
+/// df = 31, smaller beyond; never the normal quantile itself, which would narrow an interval of
+/// 32 batches by 4%). NaN for df = 0.
 pub fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
         2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
-    match df {
-        0 => f64::NAN,
-        d if d <= 30 => T[d - 1],
-        _ => 1.96,
+    if df == 0 {
+        return f64::NAN;
     }
+    if df <= 30 {
+        return T[df - 1];
+    }
+    let z: f64 = 1.959_963_984_540_054;
+    let v = df as f64;
+    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
+    z + (z3 + z) / (4.0 * v)
+        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
+        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v * v * v)
 }
 
 /// Half-width of the 95% confidence interval of the mean from batch means.
