@@ -319,8 +319,10 @@ impl Acc {
             _ => &self.hist,
         };
         debug_assert_eq!(hist.len(), self.n(), "every lone message counted is in the shared histogram");
-        let (p50, p99) = (hist.quantile(0.5), hist.quantile(0.99));
         let n = self.n();
+        // No message: no latency figure (NaN, written null), never a 0 that reads as measured.
+        let none = |x: f64| if n == 0 { f64::NAN } else { x };
+        let (p50, p99) = (none(hist.quantile(0.5)), none(hist.quantile(0.99)));
         // Slowdowns: kept (size buckets), else from the latencies of one length, else unknown.
         let (sd_mean, sd50, sd99) = if !self.sd_hist.is_empty() {
             (self.sd_sum / n as f64, self.sd_hist.quantile(0.5), self.sd_hist.quantile(0.99))
@@ -334,11 +336,11 @@ impl Acc {
             len,
             bucket: None,
             count: n,
-            mean_tu: self.mean(),
+            mean_tu: none(self.mean()),
             ci95_tu: ci95(&self.bmeans),
             p50_tu: p50,
             p99_tu: p99,
-            max_tu: hist.max(),
+            max_tu: none(hist.max()),
             slowdown_mean: sd_mean,
             slowdown_p50: sd50,
             slowdown_p99: sd99,
@@ -748,7 +750,9 @@ mod tests {
             assert_eq!(a.sum.to_bits(), b.sum.to_bits());
             assert_eq!(a.n(), b.n());
             let (x, y) = (a.stats(0), b.stats(0));
-            assert_eq!((x.p50_tu, x.p99_tu, x.max_tu), (y.p50_tu, y.p99_tu, y.max_tu));
+            // Bit patterns: lengths without a message have NaN figures on both sides.
+            let bits = |s: &LatStats| [s.p50_tu, s.p99_tu, s.max_tu].map(f64::to_bits);
+            assert_eq!(bits(&x), bits(&y));
             assert_eq!(format!("{:?}", x.batch_means), format!("{:?}", y.batch_means));
         }
         assert_eq!(st.checks.len(), 20);
