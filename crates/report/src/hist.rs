@@ -4,9 +4,18 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// An auto-resizing HDR histogram of non-negative integer samples (3 significant digits).
+///
+/// Percentiles are by nearest rank (the smallest sample with at least q·n samples at or below
+/// it; the median of an even count is the lower middle one), reported as the highest value of
+/// that sample's HDR bucket: never below the sample, at most 1/1024 above it (exact below 2048),
+/// and never above the exact maximum. The minimum and maximum are the exact samples.
 #[derive(Clone, Debug)]
 pub struct Hist {
     h: Histogram<u64>,
+    /// Exact extremes of the samples (`u64::MAX` and 0 when empty): the HDR histogram keeps only
+    /// their buckets.
+    min: u64,
+    max: u64,
 }
 
 impl Default for Hist {
@@ -20,21 +29,28 @@ impl Hist {
     pub fn new() -> Self {
         let mut h = Histogram::<u64>::new(3).expect("3 significant digits is a valid precision");
         h.auto(true);
-        Hist { h }
+        Hist { h, min: u64::MAX, max: 0 }
     }
     /// Records one sample.
     #[inline]
     pub fn record(&mut self, v: u64) {
-        // With auto-resize on, recording can only fail for values beyond u64 range: saturate.
-        let _ = self.h.record(v);
+        self.record_n(v, 1);
     }
     /// Records a sample `n` times.
     pub fn record_n(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        // With auto-resize on, every u64 fits: recording cannot fail.
         let _ = self.h.record_n(v, n);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
     }
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &Hist) {
         let _ = self.h.add(&other.h);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
     }
     /// Number of samples.
     pub fn len(&self) -> u64 {
@@ -44,28 +60,32 @@ impl Hist {
     pub fn is_empty(&self) -> bool {
         self.h.is_empty()
     }
-    /// Value at quantile `q` in [0, 1].
+    /// Value at quantile `q` in [0, 1] (nearest rank, see [`Hist`]; 0 when empty).
     pub fn quantile(&self, q: f64) -> u64 {
-        self.h.value_at_quantile(q)
+        if self.is_empty() {
+            return 0;
+        }
+        self.h.value_at_quantile(q).clamp(self.min, self.max)
     }
-    /// The summary, with values divided by `scale` (e.g. 1000.0 to turn ns into µs).
+    /// The summary, with values divided by `scale` (e.g. 1000.0 to turn ns into µs). Without a
+    /// sample every figure is NaN (written `null`), never a 0 that reads as measured.
     pub fn summary(&self, scale: f64) -> Summary {
         let h = &self.h;
         if h.is_empty() {
-            return Summary::default();
+            return Summary::empty();
         }
         let s = |v: u64| v as f64 / scale;
         Summary {
             count: h.len(),
-            min: s(h.min()),
+            min: s(self.min),
             mean: h.mean() / scale,
             stddev: h.stdev() / scale,
-            p50: s(h.value_at_quantile(0.50)),
-            p90: s(h.value_at_quantile(0.90)),
-            p99: s(h.value_at_quantile(0.99)),
-            p999: s(h.value_at_quantile(0.999)),
-            p9999: s(h.value_at_quantile(0.9999)),
-            max: s(h.max()),
+            p50: s(self.quantile(0.50)),
+            p90: s(self.quantile(0.90)),
+            p99: s(self.quantile(0.99)),
+            p999: s(self.quantile(0.999)),
+            p9999: s(self.quantile(0.9999)),
+            max: s(self.max),
         }
     }
     /// The underlying histogram.
@@ -88,19 +108,28 @@ const RECORDER_LIMIT: u64 = 1 << 40;
 /// (grown on first use of a bucket), so a sample costs an index computation and an increment
 /// instead of the HDR crate's checked, auto-resizing `record`. [`HistRecorder::into_hist`] then
 /// records each bucket's count at the bucket's lowest value: the histogram ends up with exactly
-/// the bucket counts it would have had with every sample recorded directly, so every summary
-/// figure (percentiles, min, max, mean, standard deviation, all taken from bucket-equivalent
-/// values) is identical. Values of 2^40 and more (18 minutes in ns) go to the histogram at once.
-#[derive(Clone, Debug, Default)]
+/// the bucket counts it would have had with every sample recorded directly, and the exact
+/// minimum and maximum it kept beside, so every summary figure (percentiles, min, max, mean,
+/// standard deviation) is identical. Values of 2^40 and more (18 minutes in ns) go to the histogram at once.
+#[derive(Clone, Debug)]
 pub struct HistRecorder {
     counts: Vec<u64>,
     spill: Option<Box<Hist>>,
+    /// Exact extremes (the counts keep only buckets): branch-free min and max per sample.
+    min: u64,
+    max: u64,
+}
+
+impl Default for HistRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl HistRecorder {
     /// An empty recorder.
     pub fn new() -> Self {
-        HistRecorder { counts: Vec::new(), spill: None }
+        HistRecorder { counts: Vec::new(), spill: None, min: u64::MAX, max: 0 }
     }
 
     /// The HDR counts index of `v` (`v < RECORDER_LIMIT`).
@@ -123,6 +152,8 @@ impl HistRecorder {
     /// Records one sample.
     #[inline(always)]
     pub fn record(&mut self, v: u64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
         if v >= RECORDER_LIMIT {
             return self.record_large(v);
         }
@@ -151,6 +182,10 @@ impl HistRecorder {
             if c > 0 {
                 h.record_n(Self::value(i), c);
             }
+        }
+        if !h.is_empty() {
+            h.min = self.min;
+            h.max = self.max;
         }
         h
     }
@@ -191,12 +226,19 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Exact summary of a slice of floats (sorted copy; population standard deviation).
+    /// The summary of no sample: count 0, every figure NaN (written `null`).
+    pub fn empty() -> Summary {
+        let n = f64::NAN;
+        Summary { count: 0, min: n, mean: n, stddev: n, p50: n, p90: n, p99: n, p999: n, p9999: n, max: n }
+    }
+
+    /// Exact summary of a slice of floats, NaNs left out (sorted copy; population standard
+    /// deviation; nearest-rank percentiles). [`Summary::empty`] when no value is left.
     pub fn of_f64(values: &[f64]) -> Summary {
-        if values.is_empty() {
-            return Summary::default();
-        }
         let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return Summary::empty();
+        }
         v.sort_by(f64::total_cmp);
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;

@@ -14,17 +14,9 @@ use crate::engine::{LatStats, RunResult};
 
 /// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95%): the table
 /// for df ≤ 30, the Cornish–Fisher expansion around the normal quantile above (error < 2e-4 at
-/// df = 31, smaller beyond). NaN for df = 0.
+/// df = 31, smaller beyond). NaN for df = 0. The same function as the engine's batch means use.
 pub fn t975(df: usize) -> f64 {
-    if df <= 30 {
-        return crate::engine::t975(df);
-    }
-    let z: f64 = 1.959_963_984_540_054;
-    let v = df as f64;
-    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
-    z + (z3 + z) / (4.0 * v)
-        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
-        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v * v * v)
+    crate::engine::t975(df)
 }
 
 /// The finite values of `xs`.
