@@ -6,7 +6,7 @@ use schedlab_predict::cli::parse;
 use schedlab_predict::run::{run, Finished};
 
 fn opts(extra: &[&str]) -> schedlab_predict::cli::Opts {
-    let dir = std::env::temp_dir().join(format!("schedlab-predict-record-review-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("schedlab-predict-placement-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("p.txt");
     std::fs::write(&program, "20ms 1M 1500 1\n").unwrap();

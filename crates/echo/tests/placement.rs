@@ -120,7 +120,7 @@ fn bench_args(out: &std::path::Path, extra: &[&str]) -> BenchArgs {
 }
 
 fn out_dir(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("schedlab-echo-record-review-{}-{name}", std::process::id()))
+    std::env::temp_dir().join(format!("schedlab-echo-placement-{}-{name}", std::process::id()))
 }
 
 #[test]

@@ -9,7 +9,7 @@ use schedlab_sched::output::text;
 use schedlab_sched::repeat::{run, run_line};
 
 fn args(extra: &[&str]) -> schedlab_sched::config::Args {
-    let dir = std::env::temp_dir().join(format!("schedlab-record-review-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("schedlab-sched-placement-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("p.txt");
     std::fs::write(&program, "30ms 1M 64 1\n").unwrap();
