@@ -286,7 +286,10 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
         let sb = SizeBased::new(&cfg.dist, cfg.service, cfg.traffic).expect("the same load as q");
         let (vals, all, rr_first) = sb.by_groups(&groups);
         let pick: [(&str, PickAnalytic); 3] = [("FIFO", |a| a.fifo), ("RR", |a| a.rr), ("SF", |a| a.sf)];
-        for (label, f) in pick {
+        // §11 in-order delivery holds SF's messages behind their application's earlier ones: not
+        // SRPT, so no SRPT theory (FIFO and RR do not look at applications).
+        let srpt = !cfg.in_order;
+        for (label, f) in pick.into_iter().filter(|p| srpt || p.0 != "SF") {
             for s in out.strategies.iter_mut().filter(|s| s.label == label) {
                 for c in &mut s.cells {
                     let v = if c.len == 0 {
@@ -312,7 +315,7 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
             fifo_avlat_tu: q.fifo_avlat(),
             rr_first_packet_wait_tu: rr_first,
             rr_avlat_tu: all.rr,
-            sf_avlat_tu: all.sf,
+            sf_avlat_tu: if srpt { all.sf } else { f64::NAN },
         });
         out.diagnostics.relaxation_time_tu = Some(q.relaxation_time());
         out.diagnostics.packets_needed = Some(q.packets_needed());
@@ -415,13 +418,13 @@ impl LevelStats {
             );
             let _ = writeln!(s, "{}", self.header(""));
             let flag = |c: &Cell| if c.flagged == Some(true) { "*" } else { "" };
-            // FIFO first (with qlen), then RR and SF where they ran: the simulated row and the
-            // analytic one under it.
+            // FIFO first, then RR and SF where they ran: the simulated row and the analytic one
+            // under it; qlen (the same for every strategy) in the first of them.
             let mut any = false;
             for name in ["FIFO", "RR", "SF"] {
                 let Some(st) = self.strategies.iter().find(|x| x.label == name) else { continue };
+                let first = !any;
                 any = true;
-                let first = name == "FIFO";
                 let mut sim =
                     vec![name.to_string(), if first { format!("{}{}", pm(&self.qlen), flag(&self.qlen)) } else { "".into() }];
                 let mut theo = vec![format!("{name} (theory)"), if first { format!("{:.2}", th.qlen_pkts) } else { "".into() }];
