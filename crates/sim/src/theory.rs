@@ -111,8 +111,8 @@
 //!   one-packet messages at 80%. The two denominators (1−ρ_≤k)(1−ρ_<k) are the discrete form of
 //!   the continuous (1−ρ(x))²: taken naively (both "≤ k") the formula charges a message for its
 //!   own size class's later arrivals, 14% on pFabric web search's 20,000-packet class at 60%
-//!   read as a step CDF (where that class is an atom of 2.5% of messages; read interpolated, as
-//!   pFabric samples it, no size holds more than 1.1e-6 of them and the two forms differ by 8e-6).
+//!   read as a step CDF (where that class is an atom of 3% of messages; read interpolated, as
+//!   pFabric samples it, the class holds 1.1e-6 of them and the two forms differ by 8e-6).
 //! - **Residence.** After its first packet starts, with m packets unsent, no message with m or
 //!   fewer unsent packets is older (it would have been chosen first), so only arrivals of fewer
 //!   than m packets delay the next start: E[S]/(1−ρ_<m) by Wald's identity again. The last
