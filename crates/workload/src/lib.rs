@@ -41,7 +41,10 @@ pub enum WorkloadError {
     Reading(String),
     #[error("bytes per packet {0}: give a whole number of payload bytes between 1 and 1000000")]
     BytesPerPacket(u64),
-    #[error("bytes per packet '{0}' is not a whole number: write NAME[:READING[:BYTES_PER_PACKET]], e.g. w2:step:1442")]
+    #[error(
+        "bytes per packet '{0}': give a whole number of payload bytes between 1 and 1000000 \
+         (NAME[:READING[:BYTES_PER_PACKET]], e.g. w2:step:1442)"
+    )]
     BytesPerPacketText(String),
     #[error("length distribution: {0}")]
     Ranges(String),
