@@ -69,7 +69,9 @@ pub fn workload_dist(spec: &str) -> Result<LengthDist, String> {
     let name = it.next().unwrap_or_default();
     let reading = it.next().filter(|r| !r.is_empty());
     let bpp = match it.next() {
-        Some(b) => Some(b.parse::<u64>().map_err(|_| format!("'{spec}': BYTES_PER_PACKET '{b}' is not a whole number"))?),
+        Some(b) => Some(b.trim().parse::<u64>().map_err(|_| {
+            format!("'{spec}': BYTES_PER_PACKET '{b}': give a whole number of payload bytes between 1 and 1000000")
+        })?),
         None => None,
     };
     LengthDist::workload(name, reading, bpp).map_err(|e| e.to_string())
@@ -575,6 +577,11 @@ mod tests {
         assert_eq!(s.cells[2].lengths.to_length_dist().unwrap().workload.unwrap().bytes_per_packet, Some(1442));
         assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w4:smooth\"]\n").contains("key 'lengths'"));
         assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w9\"]\n").contains("unknown distribution 'w9'"));
+        // A negative or huge bytes per packet is out of range, not "not a whole number".
+        for bad in ["w3:step:-1", "w3:step:99999999999999999999", "w3:step:0"] {
+            let e = err(&format!("traffic = [50]\npackets = 1\nlengths = [\"{bad}\"]\n"));
+            assert!(e.contains("key 'lengths'") && e.contains("between 1 and 1000000"), "{bad}: {e}");
+        }
     }
 
     /// A short spec can describe more cells than memory holds: refused before any is made.

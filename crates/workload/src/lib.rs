@@ -41,7 +41,10 @@ pub enum WorkloadError {
     Reading(String),
     #[error("bytes per packet {0}: give a whole number of payload bytes between 1 and 1000000")]
     BytesPerPacket(u64),
-    #[error("bytes per packet '{0}' is not a whole number: write NAME[:READING[:BYTES_PER_PACKET]], e.g. w2:step:1442")]
+    #[error(
+        "bytes per packet '{0}': give a whole number of payload bytes between 1 and 1000000 \
+         (NAME[:READING[:BYTES_PER_PACKET]], e.g. w2:step:1442)"
+    )]
     BytesPerPacketText(String),
     #[error("length distribution: {0}")]
     Ranges(String),
@@ -100,9 +103,10 @@ pub fn check_bytes_per_packet(b: u64) -> Result<u32, WorkloadError> {
 }
 
 /// A Generalized Pareto tail above `offset`: for u > `from`, the size is
-/// `offset + (((1 − from)/(1 − u))^shape − 1)·scale/shape` (HomaSimulation's W1 formula,
-/// without its rounding and its 1 GiB cap), i.e. `size − offset` ~ GPD(shape, scale) on the
-/// mass `1 − from`; its mean is `offset + scale/(1 − shape)`.
+/// `round(offset + (((1 − from)/(1 − u))^shape − 1)·scale/shape)`, at most [`Gpd::CAP`] bytes
+/// (HomaSimulation's W1 formula, MsgSizeDistributions.cc getFacebookSizeInterarrival, rounding
+/// and cap included), i.e. the continuous `X − offset` ~ GPD(shape, scale) on the mass `1 − from`,
+/// rounded to whole bytes; the mean of `X` is `offset + scale/(1 − shape)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gpd {
     pub from: f64,
@@ -115,11 +119,20 @@ impl Gpd {
     /// W1's tail (MsgSizeDistributions.cc getFacebookSizeInterarrival).
     pub const W1: Gpd = Gpd { from: 0.47, offset: 15.0, shape: 0.348238, scale: 214.476 };
 
-    /// The size for u in (from, 1).
+    /// HomaSimulation's largest W1 message, `0x40000000` bytes.
+    pub const CAP: f64 = 1_073_741_824.0;
+
+    /// The continuous `X` for u in (from, 1), before rounding.
     pub fn quantile(&self, u: f64) -> f64 {
         self.offset + (((1.0 - self.from) / (1.0 - u)).powf(self.shape) - 1.0) * self.scale / self.shape
     }
-    /// P(size > x) over the whole distribution, for x ≥ offset.
+    /// The size for u in (from, 1], as HomaSimulation draws it: `X` rounded to whole bytes (half
+    /// away from zero, C's `round`) and capped at [`Gpd::CAP`] (so u = 1 is the cap).
+    pub fn size(&self, u: f64) -> f64 {
+        self.quantile(u).round().min(Self::CAP)
+    }
+    /// P(X > x) over the whole distribution, for x ≥ offset (`X` continuous: the rounded size is
+    /// above a whole number n when `X ≥ n + 0.5`).
     pub fn survival(&self, x: f64) -> f64 {
         let y = (x - self.offset).max(0.0);
         (1.0 - self.from) * (1.0 + self.shape * y / self.scale).powf(-1.0 / self.shape)
@@ -406,7 +419,10 @@ impl Workload {
         self.cdf[i] - if i == 0 { 0.0 } else { self.cdf[i - 1] }
     }
 
-    /// The exact mean size in the table's unit under `reading` (W1 with its tail).
+    /// The exact mean size in the table's unit under `reading`. W1 includes its tail's mean
+    /// `offset + scale/(1 − shape)`, that of the continuous `X` (185.088122 B in the step reading,
+    /// as the reference data computes it); the whole-byte sizes [`Workload::sample`] draws have a
+    /// mean 1e-4 B below (185.08802 B).
     pub fn mean(&self, reading: Reading) -> f64 {
         let table: f64 = (0..self.sizes.len())
             .map(|i| {
@@ -426,7 +442,7 @@ impl Workload {
     pub fn sample(&self, reading: Reading, u: f64) -> f64 {
         if let Some(t) = self.tail {
             if u > t.from {
-                return t.quantile(u);
+                return t.size(u);
             }
         }
         // The first line whose CDF is >= u.
@@ -448,8 +464,10 @@ impl Workload {
     /// - Byte tables: a size of `b` bytes is `ceil(b / bytes_per_packet)` packets (at least 1).
     ///   Interpolated, a line's mass is uniform in bytes over (previous SIZE, SIZE], so the
     ///   packets it covers whole get equal shares and the two it covers in part get theirs in
-    ///   proportion. W1's tail puts `P(ceil(X/bpp) = k)` on each k from the GPD until what is
-    ///   left is below 1e-12, which goes to the last k.
+    ///   proportion. W1's tail sizes are whole bytes (`round(X)`, as [`Workload::sample`] and
+    ///   HomaSimulation draw them): each k gets `P(ceil(round(X)/bpp) = k)` =
+    ///   `P((k−1)·bpp + 0.5 ≤ X < k·bpp + 0.5)` until what is left is below 1e-12, which goes to
+    ///   the last k (or to the cap's, if that comes first).
     /// - Packet tables: step, the SIZE itself; interpolated, the draw v uniform on [a, b] is
     ///   rounded to the nearest packet (YAPS: `(uint32)(v + 0.5)`): a and b get half a share
     ///   each, a+1..b−1 a whole share, so the mean is the interpolated mean exactly.
@@ -492,13 +510,15 @@ impl Workload {
             }
         }
         if let Some(t) = self.tail {
-            // Packets of the tail: k from the one holding `offset` on.
+            // Packets of the tail: k from the one holding `offset` on (round(X) >= offset).
             let mut k = pk(t.offset);
+            let last = pk(Gpd::CAP);
             let mut left = 1.0 - t.from;
             loop {
-                let beyond = t.survival(f64::from(k) * bpp);
+                // P(round(X) > k·bpp) = P(X >= k·bpp + 0.5).
+                let beyond = t.survival(f64::from(k) * bpp + 0.5);
                 let p = left - beyond;
-                if beyond < 1e-12 {
+                if beyond < 1e-12 || k >= last {
                     push(k, k, left);
                     break;
                 }
@@ -515,9 +535,17 @@ impl Workload {
         self.packet_ranges(reading, bytes_per_packet).iter().map(|r| r.prob * (f64::from(r.low) + f64::from(r.high)) / 2.0).sum()
     }
 
-    /// The largest size in the table's unit (W1: where its tail's share falls below 1e-12).
+    /// The largest size in the table's unit (W1: where its tail's share falls below 1e-12, the
+    /// size [`Workload::packet_ranges`] puts the rest of the tail at).
     pub fn max_size(&self) -> f64 {
-        *self.sizes.last().expect("at least one point")
+        match self.tail {
+            // X with P(X > x) = 1e-12 (not size(1 − 1e-12): 1 − 1e-12 is a double 6.6e-5 away).
+            Some(t) => {
+                let x = t.offset + (((1.0 - t.from) / 1e-12).powf(t.shape) - 1.0) * t.scale / t.shape;
+                x.round().min(Gpd::CAP)
+            }
+            None => *self.sizes.last().expect("at least one point"),
+        }
     }
 
     /// The checksum as printed: `fnv1a64:` and 16 hex digits.
