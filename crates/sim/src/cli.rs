@@ -59,8 +59,9 @@ struct SimArgs {
     /// (`interp`) [default: the source's own rule: step for W1-W5, interp for pFabric]
     #[arg(long = "reading", value_name = "step|interp", requires = "workload")]
     reading: Option<String>,
-    /// With --workload: payload bytes per packet that cut a byte table (W1-W4) into packets
-    /// (ceil) [default: 1460, the MSS of a 1500-byte MTU]
+    /// With --workload: payload bytes per packet that cut a byte table (W1-W4, w1-sampled) into
+    /// packets (ceil) [default: 1460, the MSS of a 1500-byte MTU]; refused for the tables in
+    /// packets (W5, pFabric)
     #[arg(long = "bytes-per-packet", value_name = "BYTES", requires = "workload")]
     bytes_per_packet: Option<u64>,
     /// Arrival trace file: lines `TIME LENGTH [APP]`; runs until every message is delivered
