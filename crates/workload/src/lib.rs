@@ -568,6 +568,15 @@ impl Workload {
     pub fn points(&self) -> usize {
         self.sizes.len()
     }
+
+    /// The stated mean as the table's header writes it, with the source's own digits (`187.77`,
+    /// `1744.70`; the number of its `# Stated mean ...: N UNIT` line), or `None` where the source
+    /// states none (pFabric). It is [`Workload::stated_mean`] as text (tested for every table).
+    pub fn stated_mean_text(&self) -> Option<&'static str> {
+        let line = self.text.lines().filter_map(|l| l.strip_prefix("# ")).find(|l| l.starts_with("Stated mean"))?;
+        let token = line.split_once(':')?.1.split_whitespace().next()?;
+        token.parse::<f64>().ok().map(|_| token)
+    }
 }
 
 /// What a result records about the workload it ran: the name, the reading, bytes per packet,
@@ -822,6 +831,30 @@ mod tests {
 
     /// Packet tables keep their mean in packets (interpolated: rounding to the nearest packet
     /// is unbiased); byte tables in packets are at least bytes/1460 and less than that + 1.
+    /// The stated means the listing prints (the headers' text) are the ones the crate holds.
+    #[test]
+    fn stated_means_are_the_headers() {
+        let mut stated = Vec::new();
+        for w in all() {
+            let text = w.stated_mean_text();
+            assert_eq!(text.map(|t| t.parse::<f64>().unwrap()), w.stated_mean, "{}", w.name);
+            stated.push((w.name, text));
+        }
+        assert_eq!(
+            stated,
+            [
+                ("w1", Some("185.0")),
+                ("w2", Some("440.7907")),
+                ("w3", Some("2927.354")),
+                ("w4", Some("127796.6")),
+                ("w5", Some("1744.70")),
+                ("pfabric-websearch", None),
+                ("pfabric-datamining", None),
+                ("w1-sampled", Some("187.77")),
+            ]
+        );
+    }
+
     #[test]
     fn packet_means() {
         for w in all() {

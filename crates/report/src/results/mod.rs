@@ -29,6 +29,7 @@ pub mod sim;
 pub mod sweep_row;
 pub mod trylock;
 pub mod workload;
+pub mod workloads;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
