@@ -202,6 +202,7 @@ pub const KINDS: &[KindInfo] = &[
     kind::<sim::Sim>(),
     kind::<sweep_row::SweepRow>(),
     kind::<trylock::Trylock>(),
+    kind::<workloads::Workloads>(),
 ];
 
 /// The entry of [`KINDS`] with this name (`schedlab.sched`), or with this tag's name
