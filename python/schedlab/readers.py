@@ -65,6 +65,7 @@ SCHEMAS: dict[str, tuple[int, str]] = {
     "schedlab.sim": (1, "sim.schema.json"),
     "schedlab.sweep-row": (1, "sweep-row.schema.json"),
     "schedlab.trylock": (1, "trylock.schema.json"),
+    "schedlab.workloads": (1, "workloads.schema.json"),
 }
 
 

@@ -138,6 +138,7 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "s.toml").write_text('traffic = [50]\nstrategies = ["FIFO", 10]\npackets = "10k"\n')
     run([schedlab_bin, "sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"], tmp_path)
     run([schedlab_bin, "sweep", "merge", "t.jsonl", "--out", "t.csv"], tmp_path)
+    run([schedlab_bin, "workloads", "--json", "workloads.json"], tmp_path)
     return {
         "schedlab.rdma-share": tmp_path / "r.json",
         "schedlab.echo-bench": tmp_path / "eb" / "results.json",
@@ -151,6 +152,7 @@ def _write_every_kind(schedlab_bin: str, tmp_path: Path) -> dict[str, Path]:
         "schedlab.sweep-row": tmp_path / "t.jsonl",
         "schedlab.sim": tmp_path / "sim.json",
         "schedlab.rdma": tmp_path / "rdma.json",
+        "schedlab.workloads": tmp_path / "workloads.json",
     }
 
 

@@ -346,6 +346,17 @@ fn producers() -> Vec<Producer> {
         Producer { kind: "schedlab.rdma", title: "", write: |d| rdma_pair(d).1, check: |_| {} },
         // A sweep row is one line of a .jsonl table; the page reads sweep tables, not single rows.
         Producer { kind: "schedlab.sweep-row", title: "", write: sweep_row_file, check: |_| {} },
+        // A listing of the named tables, not a run: the page has no section for it.
+        Producer {
+            kind: "schedlab.workloads",
+            title: "",
+            write: |d| json_of(d, "workloads.json", &["workloads"]),
+            check: |v| {
+                let w: schedlab_report::results::workloads::Workloads = read(v).unwrap();
+                assert_eq!(w.workloads.len(), 8, "{v}");
+                assert_eq!((w.workloads[7].name.as_str(), w.workloads[7].stated_mean_size), ("w1-sampled", Some(187.77)));
+            },
+        },
     ]
 }
 

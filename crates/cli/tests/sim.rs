@@ -176,6 +176,37 @@ fn bad_input_is_refused_clearly() {
     schedlab().args(["sim", "--trace"]).arg(&tr).assert().failure().stderr(predicate::str::contains("bad.txt:2: field 'LENGTH'"));
 }
 
+/// `--bytes-per-packet` cuts byte tables into packets; given with a table in packets (W5,
+/// pFabric) it is refused before anything runs, naming the value and the workload, not ignored.
+#[test]
+fn bytes_per_packet_with_a_packet_table_is_refused() {
+    for (w, bpp) in [("w5", "1442"), ("pfabric-websearch", "1460"), ("datamining", "9000")] {
+        let name = if w == "datamining" { "pfabric-datamining" } else { w };
+        schedlab()
+            .args(["sim", "--workload", w, "--bytes-per-packet", bpp, "-t", "50", "-a", "FIFO", "--packets", "10k", "--quiet"])
+            .assert()
+            .code(1)
+            .stdout(predicate::str::is_empty())
+            .stderr(
+                predicate::str::contains(format!(
+                    "--bytes-per-packet: {name} is measured in packets, so bytes per packet {bpp} does not apply: drop it"
+                ))
+                .and(predicate::str::contains("panicked").not()),
+            );
+    }
+    // A byte table takes it, and the run records it.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w2.json");
+    schedlab()
+        .args(["sim", "--workload", "w2", "--bytes-per-packet", "1442", "-t", "50", "-a", "FIFO", "--packets", "10k", "--quiet"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"][0]["workload"]["bytes_per_packet"], 1442, "{}", v["runs"][0]["workload"]);
+}
+
 #[test]
 fn bench_reports_a_rate_and_a_baseline_ratio() {
     schedlab()

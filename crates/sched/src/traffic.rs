@@ -446,6 +446,30 @@ mod tests {
         assert!(e("1s 1G 1500 dist:w2:step:0\n").to_string().contains("bytes per packet 0"));
     }
 
+    /// A bytes per packet on a table in packets (W5, pFabric) is refused on its line, naming the
+    /// value and the workload; it used to be recorded as "w5:step:1442" with no bytes per packet.
+    /// Without one, a packet table is written back without one (`w5:step`).
+    #[test]
+    fn bytes_per_packet_on_a_packet_table_is_refused() {
+        let e = |s: &str| parse(s, "w.txt", 1).unwrap_err();
+        let x = e("# w5\n1s 1G 1500 dist:w5:step:1442 poisson\n");
+        assert_eq!((x.line, x.field.as_str()), (2, "field 4 (length distribution)"));
+        assert!(
+            x.to_string().starts_with(
+                "w.txt:2: field 4 (length distribution): w5 is measured in packets, so bytes per packet 1442 does not apply: drop it"
+            ),
+            "{x}"
+        );
+        let x = e("1s 1G 1500 dist:pfabric-datamining:interp:1460\n");
+        assert!(x.to_string().contains("pfabric-datamining is measured in packets, so bytes per packet 1460"), "{x}");
+        let t = parse("1s 1G 1500 dist:w5\n1s 1G 1500 dist:websearch:step\n1s 1G 1500 dist:w2:interp:1442\n", "f", 1).unwrap();
+        let used = t.workloads();
+        assert_eq!(
+            used.iter().map(|u| (u.written.as_deref().unwrap_or_default(), u.bytes_per_packet)).collect::<Vec<_>>(),
+            [("w5:step", None), ("pfabric-websearch:step", None), ("w2:interp:1442", Some(1442))]
+        );
+    }
+
     #[test]
     fn the_alpha_column_of_prio() {
         let t = parse("1s 1M 1500 dist:report poisson alpha:5\n1s 1M 64 2 alpha:0.5 poisson\n1s 1M 64 alpha:3\n1s 1M\n", "f", 1)

@@ -43,8 +43,9 @@ pub struct LenPart {
 enum Written {
     /// `dist:1-5:90,20:10` (or `dist:report`).
     Parts(Vec<LenPart>),
-    /// `dist:w3`, `dist:w4:interp`, `dist:w2:step:1442`: a named workload of `schedlab workloads`.
-    Named { name: &'static str, reading: Reading, bytes_per_packet: u32 },
+    /// `dist:w3`, `dist:w4:interp`, `dist:w2:step:1442`: a named workload of `schedlab workloads`
+    /// (bytes per packet for byte tables only: `None` for W5 and pFabric, in packets already).
+    Named { name: &'static str, reading: Reading, bytes_per_packet: Option<u32> },
 }
 
 /// A message-length distribution in packets: hand-written ranges (`dist:1-5:90,20:10`, any
@@ -74,7 +75,11 @@ impl LenDist {
                 return Err(format!("workload {}: messages of up to {} packets, above {MAX_LEN}", w.name, dist.max_len()));
             }
             return Ok(LenDist {
-                written: Written::Named { name: w.name, reading, bytes_per_packet: bpp },
+                written: Written::Named {
+                    name: w.name,
+                    reading,
+                    bytes_per_packet: (w.unit == schedlab_workload::Unit::Bytes).then_some(bpp),
+                },
                 dist: Arc::new(dist),
             });
         }
@@ -146,11 +151,13 @@ impl LenDist {
 }
 
 impl fmt::Display for LenDist {
-    /// As written, canonically: `1-5:90,20:10`, or a workload with its reading and bytes per
-    /// packet spelled out (`w3:step:1460`), so that it parses back to the same distribution.
+    /// As written, canonically: `1-5:90,20:10`, or a workload with its reading and, for a byte
+    /// table, its bytes per packet spelled out (`w3:step:1460`, `w5:step`), so that it parses
+    /// back to the same distribution.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.written {
-            Written::Named { name, reading, bytes_per_packet } => write!(f, "{name}:{}:{bytes_per_packet}", reading.name()),
+            Written::Named { name, reading, bytes_per_packet: Some(b) } => write!(f, "{name}:{}:{b}", reading.name()),
+            Written::Named { name, reading, bytes_per_packet: None } => write!(f, "{name}:{}", reading.name()),
             Written::Parts(parts) => {
                 for (k, p) in parts.iter().enumerate() {
                     if k > 0 {

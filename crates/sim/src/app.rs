@@ -186,53 +186,116 @@ fn bench_main(a: &BenchPlan) -> Result<i32> {
 }
 
 fn workloads_main(req: &WorkloadsRequest) -> Result<i32> {
-    use schedlab_workload::{all, named, Reading, DEFAULT_BYTES_PER_PACKET};
-    let mut out = String::new();
-    match req {
+    use schedlab_report::results::workloads::{WorkloadTable, Workloads, WorkloadsSchema};
+    use schedlab_workload::{all, named, Reading, Unit, DEFAULT_BYTES_PER_PACKET};
+    let (name, json) = match req {
         WorkloadsRequest::Help => {
             println!("{WORKLOADS_HELP}");
             return Ok(0);
         }
-        WorkloadsRequest::All => {
+        WorkloadsRequest::List { name, json } => (name, json),
+    };
+    let tables = match name {
+        Some(n) => vec![named(n)?],
+        None => all(),
+    };
+    let rows: Vec<WorkloadTable> = tables
+        .iter()
+        .map(|w| WorkloadTable {
+            name: w.name.into(),
+            title: w.title.into(),
+            unit: w.unit.name().into(),
+            points: w.points(),
+            reading: w.default_reading.name().into(),
+            stated_mean_size: w.stated_mean,
+            step_mean_size: w.mean(Reading::Step),
+            interp_mean_size: w.mean(Reading::Interpolated),
+            bytes_per_packet: (w.unit == Unit::Bytes).then_some(DEFAULT_BYTES_PER_PACKET),
+            step_mean_pkts: w.packet_mean(Reading::Step, DEFAULT_BYTES_PER_PACKET),
+            interp_mean_pkts: w.packet_mean(Reading::Interpolated, DEFAULT_BYTES_PER_PACKET),
+            analytic_tail: w.tail.is_some(),
+            checksum: w.checksum_hex(),
+            file: w.file.into(),
+            repository: w.provenance.repository.clone(),
+            path: w.provenance.path.clone(),
+            commit: w.provenance.commit.clone(),
+        })
+        .collect();
+    if let Some(p) = json {
+        let doc = Workloads {
+            schema: WorkloadsSchema,
+            command: "workloads".into(),
+            default_bytes_per_packet: DEFAULT_BYTES_PER_PACKET,
+            workloads: rows.clone(),
+        };
+        write_json(p, &doc)?;
+        if p.as_os_str() == "-" {
+            return Ok(0);
+        }
+    }
+    let mut out = String::new();
+    match name {
+        None => {
             out.push_str(&format!(
-                "{:<19} {:<7} {:>6} {:>6} {:>13} {:>13} {:>10} {:>10}  {:<22} source @ commit\n",
-                "name", "unit", "points", "rule", "step mean", "interp mean", "step pkts", "interp pkts", "checksum"
+                "{:<19} {:<7} {:>6} {:>6} {:>11} {:>13} {:>13} {:>10} {:>11}  {:<24} source @ commit\n",
+                "name",
+                "unit",
+                "points",
+                "rule",
+                "stated mean",
+                "step mean",
+                "interp mean",
+                "step pkts",
+                "interp pkts",
+                "checksum"
             ));
-            for w in all() {
-                let m = |r| w.mean(r);
-                let p = |r| w.packet_mean(r, DEFAULT_BYTES_PER_PACKET);
+            for (w, r) in tables.iter().zip(&rows) {
                 out.push_str(&format!(
-                    "{:<19} {:<7} {:>6} {:>6} {:>13.4} {:>13.4} {:>10.4} {:>10.4}  {:<22} {}/{} @ {}\n",
-                    w.name,
-                    w.unit.name(),
-                    w.points(),
-                    w.default_reading.name(),
-                    m(Reading::Step),
-                    m(Reading::Interpolated),
-                    p(Reading::Step),
-                    p(Reading::Interpolated),
-                    w.checksum_hex(),
-                    w.provenance.repository,
-                    w.provenance.path,
-                    &w.provenance.commit[..12.min(w.provenance.commit.len())]
+                    "{:<19} {:<7} {:>6} {:>6} {:>11} {:>13.4} {:>13.4} {:>10.4} {:>11.4}  {:<24} {}/{} @ {}\n",
+                    r.name,
+                    r.unit,
+                    r.points,
+                    r.reading,
+                    w.stated_mean_text().unwrap_or(""),
+                    r.step_mean_size,
+                    r.interp_mean_size,
+                    r.step_mean_pkts,
+                    r.interp_mean_pkts,
+                    r.checksum,
+                    r.repository,
+                    r.path,
+                    &r.commit[..12.min(r.commit.len())]
                 ));
             }
             out.push_str(&format!(
-                "(packets: {DEFAULT_BYTES_PER_PACKET} payload bytes per packet for byte tables, --bytes-per-packet to change; \
-                 rule: the source's own reading, --reading to change; W1 includes its analytic tail)\n"
+                "stated mean: the source's own (blank: it states none); step and interp means: the table's exact means in its \
+                 unit, W1 with its analytic tail\n\
+                 pkts: mean length in packets, byte tables cut at {DEFAULT_BYTES_PER_PACKET} payload bytes per packet; rule: the \
+                 source's own reading\n\
+                 choose them where a workload is used: sim --workload NAME --reading step|interp --bytes-per-packet N, or \
+                 NAME[:READING[:BYTES_PER_PACKET]] in sched/predict traffic files (dist:w2:step:1442) and sweep lengths; \
+                 bytes per packet applies to byte tables only\n"
             ));
         }
-        WorkloadsRequest::One(name) => {
-            let w = named(name)?;
+        Some(_) => {
+            let (w, r) = (&tables[0], &rows[0]);
             out.push_str(w.text.lines().take_while(|l| l.starts_with('#')).collect::<Vec<_>>().join("\n").as_str());
+            out.push_str(&format!("\n\n{}: {}; {} points; checksum {}\n", r.name, r.title, r.points, r.checksum));
             out.push_str(&format!(
-                "\n\n{}: {}; {} points; checksum {}\nmean packets at {DEFAULT_BYTES_PER_PACKET} B/packet: step {:.4}, interp {:.4}\n",
-                w.name,
-                w.title,
-                w.points(),
-                w.checksum_hex(),
-                w.packet_mean(Reading::Step, DEFAULT_BYTES_PER_PACKET),
-                w.packet_mean(Reading::Interpolated, DEFAULT_BYTES_PER_PACKET)
+                "mean size in {}: stated {}, step {:.4}, interp {:.4}{}\n",
+                r.unit,
+                w.stated_mean_text().unwrap_or("none"),
+                r.step_mean_size,
+                r.interp_mean_size,
+                if r.analytic_tail { " (with the analytic tail)" } else { "" }
+            ));
+            let at = match r.bytes_per_packet {
+                Some(b) => format!(" at {b} B/packet"),
+                None => String::new(),
+            };
+            out.push_str(&format!(
+                "mean length in packets{at}: step {:.4}, interp {:.4}\n",
+                r.step_mean_pkts, r.interp_mean_pkts
             ));
         }
     }

@@ -59,8 +59,9 @@ struct SimArgs {
     /// (`interp`) [default: the source's own rule: step for W1-W5, interp for pFabric]
     #[arg(long = "reading", value_name = "step|interp", requires = "workload")]
     reading: Option<String>,
-    /// With --workload: payload bytes per packet that cut a byte table (W1-W4) into packets
-    /// (ceil) [default: 1460, the MSS of a 1500-byte MTU]
+    /// With --workload: payload bytes per packet that cut a byte table (W1-W4, w1-sampled) into
+    /// packets (ceil) [default: 1460, the MSS of a 1500-byte MTU]; refused for the tables in
+    /// packets (W5, pFabric)
     #[arg(long = "bytes-per-packet", value_name = "BYTES", requires = "workload")]
     bytes_per_packet: Option<u64>,
     /// Arrival trace file: lines `TIME LENGTH [APP]`; runs until every message is delivered
@@ -306,16 +307,30 @@ pub enum Command {
 pub enum WorkloadsRequest {
     /// `-h`/`--help`: print [`WORKLOADS_HELP`].
     Help,
-    /// Every named workload, one line each.
-    All,
-    /// One workload's table header and packet means.
-    One(String),
+    /// Every named workload (`name: None`, one line each) or one (its table header and means);
+    /// `json`: also write them as a `schedlab.workloads/1` document (`-`: to stdout, instead of
+    /// the text).
+    List { name: Option<String>, json: Option<PathBuf> },
 }
 
 /// `schedlab workloads --help`.
-pub const WORKLOADS_HELP: &str =
-    "List the named message-size workloads with their sources and means\n\nUsage: schedlab workloads [NAME]\n\n\
-     With NAME, print that table's header (source, commit, units, caveats) and its packet means.";
+pub const WORKLOADS_HELP: &str = "List the named message-size workloads with their sources and means
+
+Usage: schedlab workloads [NAME] [--json FILE]
+
+Without NAME, one line per table: unit, points, the source's own reading (rule), the mean the
+source states (blank where it states none), the step and interpolated means in the table's unit
+and in packets, checksum, source @ commit. With NAME, that table's header (source, commit, units,
+caveats) and its means.
+
+Options:
+  --json FILE   write the listing as JSON, schema schedlab.workloads/1 ('-' for stdout)
+  -h, --help    print this help
+
+How a table is read is chosen where it is used: `sim --workload NAME --reading step|interp
+--bytes-per-packet N`, and NAME[:READING[:BYTES_PER_PACKET]] in sched and predict traffic files
+(dist:w2:step:1442) and in sweep specs' lengths. Bytes per packet applies to the byte tables
+(W1-W4, w1-sampled) only: W5 and pFabric are in packets.";
 
 /// `schedlab bench`'s settings, validated.
 #[derive(Debug, Clone)]
@@ -371,10 +386,32 @@ fn parse_workloads(args: &[OsString]) -> Result<WorkloadsRequest> {
     if rest.iter().any(|a| a == "-h" || a == "--help") {
         return Ok(WorkloadsRequest::Help);
     }
-    match rest.as_slice() {
-        [] => Ok(WorkloadsRequest::All),
-        [name] => Ok(WorkloadsRequest::One(name.clone())),
-        _ => bail!("schedlab workloads takes at most one NAME (got {})", rest.join(" ")),
+    let (mut names, mut json) = (Vec::new(), None::<PathBuf>);
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        let file = if a == "--json" {
+            Some(
+                it.next()
+                    .map(String::as_str)
+                    .ok_or_else(|| anyhow::anyhow!("--json needs a FILE ('-' for stdout): schedlab workloads --json -"))?,
+            )
+        } else {
+            a.strip_prefix("--json=")
+        };
+        match file {
+            Some(_) if json.is_some() => bail!("--json is given twice: give one FILE"),
+            Some("") => bail!("--json needs a FILE ('-' for stdout)"),
+            Some(f) => json = Some(PathBuf::from(f)),
+            None if a.starts_with('-') && a != "-" => {
+                bail!("unknown option '{a}': schedlab workloads takes [NAME] [--json FILE] (see --help)")
+            }
+            None => names.push(a.clone()),
+        }
+    }
+    match names.as_slice() {
+        [] => Ok(WorkloadsRequest::List { name: None, json }),
+        [name] => Ok(WorkloadsRequest::List { name: Some(name.clone()), json }),
+        _ => bail!("schedlab workloads takes at most one NAME (got {})", names.join(" ")),
     }
 }
 /// `schedlab sim`'s (or `schedlab bench`'s) command line parsed into the run's configurations,

@@ -152,7 +152,8 @@ impl LengthDist {
     }
 
     /// The named workload `name` (see `schedlab workloads`) read with `reading` (`None`: the
-    /// source's own rule) and, for byte tables, `bytes_per_packet` payload bytes per packet.
+    /// source's own rule) and, for byte tables, `bytes_per_packet` payload bytes per packet (`None`:
+    /// 1460); a value given for a table in packets is an error.
     pub fn workload(name: &str, reading: Option<&str>, bytes_per_packet: Option<u64>) -> Result<Self, ModelError> {
         use schedlab_workload as wl;
         let w = wl::named(name).map_err(|e| ModelError::Other(format!("--workload: {e}")))?;
@@ -160,10 +161,8 @@ impl LengthDist {
             Some(r) => wl::Reading::parse(r).map_err(|e| ModelError::Other(format!("--reading: {e}")))?,
             None => w.default_reading,
         };
-        let bpp = match bytes_per_packet {
-            Some(b) => wl::check_bytes_per_packet(b).map_err(|e| ModelError::Other(format!("--bytes-per-packet: {e}")))?,
-            None => wl::DEFAULT_BYTES_PER_PACKET,
-        };
+        // A table in packets (W5, pFabric) refuses a value: it has nothing to cut.
+        let bpp = w.bytes_per_packet(bytes_per_packet).map_err(|e| ModelError::Other(format!("--bytes-per-packet: {e}")))?;
         let parts = w.packet_ranges(reading, bpp);
         if let Some(r) = parts.iter().find(|r| r.high > MAX_LEN) {
             return Err(ModelError::TooLong { got: i64::from(r.high), max: MAX_LEN });

@@ -63,18 +63,13 @@ pub struct Dist {
     pub workload: Option<String>,
 }
 
-/// The simulator's distribution of a named workload written `NAME[:READING[:BYTES_PER_PACKET]]`.
+/// The simulator's distribution of a named workload written `NAME[:READING[:BYTES_PER_PACKET]]`
+/// (read by [`schedlab_workload::parse_named`]: a BYTES_PER_PACKET given for a table in packets,
+/// `w5:step:1442`, is refused, not ignored).
 pub fn workload_dist(spec: &str) -> Result<LengthDist, String> {
-    let mut it = spec.splitn(3, ':');
-    let name = it.next().unwrap_or_default();
-    let reading = it.next().filter(|r| !r.is_empty());
-    let bpp = match it.next() {
-        Some(b) => Some(b.trim().parse::<u64>().map_err(|_| {
-            format!("'{spec}': BYTES_PER_PACKET '{b}': give a whole number of payload bytes between 1 and 1000000")
-        })?),
-        None => None,
-    };
-    LengthDist::workload(name, reading, bpp).map_err(|e| e.to_string())
+    let (w, reading, bpp) = schedlab_workload::parse_named(spec).map_err(|e| format!("'{spec}': {e}"))?;
+    let bpp = (w.unit == schedlab_workload::Unit::Bytes).then_some(u64::from(bpp));
+    LengthDist::workload(w.name, Some(reading.name()), bpp).map_err(|e| format!("'{spec}': {e}"))
 }
 
 impl Dist {
@@ -582,6 +577,17 @@ mod tests {
             let e = err(&format!("traffic = [50]\npackets = 1\nlengths = [\"{bad}\"]\n"));
             assert!(e.contains("key 'lengths'") && e.contains("between 1 and 1000000"), "{bad}: {e}");
         }
+        // A bytes per packet for a table in packets is refused with the value and the workload,
+        // not ignored (it would run as plain "w5" under the name "w5:step:1442").
+        for (bad, name) in [("w5:step:1442", "w5"), ("pfabric-websearch::1460", "pfabric-websearch")] {
+            let e = err(&format!("traffic = [50]\npackets = 1\nlengths = [\"{bad}\"]\n"));
+            assert!(e.contains("key 'lengths'") && e.contains(&format!("'{bad}'")), "{bad}: {e}");
+            assert!(e.contains(&format!("{name} is measured in packets")) && e.contains("does not apply: drop it"), "{bad}: {e}");
+            assert!(!e.contains("--bytes-per-packet"), "{bad}: a spec has no flags: {e}");
+        }
+        assert!(err("traffic = [50]\npackets = 1\nlengths = [\"w5:step:1442\"]\n").contains("bytes per packet 1442"));
+        let s = parse("traffic = [50]\npackets = 1000\nlengths = [\"w5:interp\"]\n").unwrap();
+        assert_eq!(s.cells[0].lengths.to_length_dist().unwrap().workload.unwrap().bytes_per_packet, None);
     }
 
     /// A short spec can describe more cells than memory holds: refused before any is made.

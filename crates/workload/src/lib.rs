@@ -46,6 +46,12 @@ pub enum WorkloadError {
          (NAME[:READING[:BYTES_PER_PACKET]], e.g. w2:step:1442)"
     )]
     BytesPerPacketText(String),
+    #[error(
+        "{name} is measured in packets, so bytes per packet {value} does not apply: drop it (bytes per packet cuts \
+         the byte tables {bytes} into packets)",
+        bytes = byte_table_names().join(", ")
+    )]
+    BytesPerPacketOnPackets { name: String, value: String },
     #[error("length distribution: {0}")]
     Ranges(String),
 }
@@ -91,6 +97,11 @@ impl Reading {
             Reading::Interpolated => "interp",
         }
     }
+}
+
+/// The names of the tables measured in bytes (the ones a bytes-per-packet value applies to).
+pub fn byte_table_names() -> Vec<&'static str> {
+    SPECS.iter().filter(|s| s.unit == Unit::Bytes).map(|s| s.name).collect()
 }
 
 /// Checks a bytes-per-packet value.
@@ -557,6 +568,15 @@ impl Workload {
     pub fn points(&self) -> usize {
         self.sizes.len()
     }
+
+    /// The stated mean as the table's header writes it, with the source's own digits (`187.77`,
+    /// `1744.70`; the number of its `# Stated mean ...: N UNIT` line), or `None` where the source
+    /// states none (pFabric). It is [`Workload::stated_mean`] as text (tested for every table).
+    pub fn stated_mean_text(&self) -> Option<&'static str> {
+        let line = self.text.lines().filter_map(|l| l.strip_prefix("# ")).find(|l| l.starts_with("Stated mean"))?;
+        let token = line.split_once(':')?.1.split_whitespace().next()?;
+        token.parse::<f64>().ok().map(|_| token)
+    }
 }
 
 /// What a result records about the workload it ran: the name, the reading, bytes per packet,
@@ -573,6 +593,19 @@ pub struct Tag {
 }
 
 impl Workload {
+    /// The payload bytes per packet to cut this table with: `given` (checked: 1 to 1000000), or
+    /// [`DEFAULT_BYTES_PER_PACKET`] when none is given. A table in packets (W5, pFabric) has
+    /// nothing to cut, so a value given for it is an error rather than silently ignored.
+    pub fn bytes_per_packet(&self, given: Option<u64>) -> Result<u32, WorkloadError> {
+        match given {
+            None => Ok(DEFAULT_BYTES_PER_PACKET),
+            Some(b) if self.unit == Unit::Packets => {
+                Err(WorkloadError::BytesPerPacketOnPackets { name: self.name.to_string(), value: b.to_string() })
+            }
+            Some(b) => check_bytes_per_packet(b),
+        }
+    }
+
     /// The tag of this workload read with `reading` and `bytes_per_packet`.
     pub fn tag(&self, reading: Reading, bytes_per_packet: u32) -> Tag {
         Tag {
@@ -599,7 +632,8 @@ impl fmt::Display for Tag {
 
 /// A named workload as written in a traffic file or a sweep spec: `NAME[:READING[:BYTES_PER_PACKET]]`
 /// (`w3`, `w4:interp`, `w2:step:1442`). Omitted parts take the source's own reading and
-/// [`DEFAULT_BYTES_PER_PACKET`].
+/// [`DEFAULT_BYTES_PER_PACKET`]. A BYTES_PER_PACKET given for a table in packets (`w5:step:1442`)
+/// is refused ([`WorkloadError::BytesPerPacketOnPackets`]), not ignored.
 pub fn parse_named(spec: &str) -> Result<(Workload, Reading, u32), WorkloadError> {
     let mut it = spec.splitn(3, ':');
     let w = named(it.next().unwrap_or_default())?;
@@ -608,6 +642,9 @@ pub fn parse_named(spec: &str) -> Result<(Workload, Reading, u32), WorkloadError
         None => w.default_reading,
     };
     let bpp = match it.next() {
+        Some(b) if w.unit == Unit::Packets => {
+            return Err(WorkloadError::BytesPerPacketOnPackets { name: w.name.to_string(), value: b.trim().to_string() })
+        }
         Some(b) => {
             check_bytes_per_packet(b.trim().parse::<u64>().map_err(|_| WorkloadError::BytesPerPacketText(b.to_string()))?)?
         }
@@ -794,6 +831,30 @@ mod tests {
 
     /// Packet tables keep their mean in packets (interpolated: rounding to the nearest packet
     /// is unbiased); byte tables in packets are at least bytes/1460 and less than that + 1.
+    /// The stated means the listing prints (the headers' text) are the ones the crate holds.
+    #[test]
+    fn stated_means_are_the_headers() {
+        let mut stated = Vec::new();
+        for w in all() {
+            let text = w.stated_mean_text();
+            assert_eq!(text.map(|t| t.parse::<f64>().unwrap()), w.stated_mean, "{}", w.name);
+            stated.push((w.name, text));
+        }
+        assert_eq!(
+            stated,
+            [
+                ("w1", Some("185.0")),
+                ("w2", Some("440.7907")),
+                ("w3", Some("2927.354")),
+                ("w4", Some("127796.6")),
+                ("w5", Some("1744.70")),
+                ("pfabric-websearch", None),
+                ("pfabric-datamining", None),
+                ("w1-sampled", Some("187.77")),
+            ]
+        );
+    }
+
     #[test]
     fn packet_means() {
         for w in all() {

@@ -29,6 +29,7 @@ pub mod sim;
 pub mod sweep_row;
 pub mod trylock;
 pub mod workload;
+pub mod workloads;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -201,6 +202,7 @@ pub const KINDS: &[KindInfo] = &[
     kind::<sim::Sim>(),
     kind::<sweep_row::SweepRow>(),
     kind::<trylock::Trylock>(),
+    kind::<workloads::Workloads>(),
 ];
 
 /// The entry of [`KINDS`] with this name (`schedlab.sched`), or with this tag's name
