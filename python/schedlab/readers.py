@@ -117,13 +117,45 @@ def read_result(path: PathLike) -> tuple[str, dict[str, Any]]:
 
 
 def read_table(path: PathLike) -> pl.DataFrame:
-    """A ``schedlab sweep`` output (``.parquet`` or ``.csv``) with the sweep table's column types."""
+    """A ``schedlab sweep`` output (``.parquet`` or ``.csv``) with the sweep table's column types.
+
+    Empty text fields read as empty strings (the ``workload_*`` columns of rows whose lengths are
+    no named workload) and an empty ``workload_bytes_per_pkt`` as null. Raises ``ValueError`` for
+    a table whose columns differ from this schedlab's (another version, or not a sweep table)
+    rather than reading its values into the wrong columns."""
     from schedlab.sweep import _schema
 
     p = Path(path)
+    want = list(_schema())
+    if p.suffix.lower() in (".parquet", ".pq"):
+        found = list(pl.read_parquet_schema(p))
+    else:
+        with open(p, encoding="utf-8") as f:
+            found = f.readline().rstrip("\r\n").split(",")
+    if found != want:
+        missing = [c for c in want if c not in found]
+        unknown = [c for c in found if c not in want]
+        why = "; ".join(
+            part
+            for part in (
+                f"no {', '.join(missing)}" if missing else "",
+                f"unknown {', '.join(unknown)}" if unknown else "",
+            )
+            if part
+        ) or "the same columns in another order"
+        raise ValueError(
+            f"{path}: the columns differ from this schedlab's sweep table ({why}): a table of another schedlab version, "
+            "or not a sweep table"
+        )
     if p.suffix.lower() in (".parquet", ".pq"):
         return pl.read_parquet(p)
-    return pl.read_csv(p, schema=_schema())
+    # Empty text is an empty string, not null: polars 2 says so with empty_string_is_null=False,
+    # polars 1 with missing_utf8_is_empty_string=True.
+    import inspect
+
+    params = inspect.signature(pl.read_csv).parameters
+    empty = {"empty_string_is_null": False} if "empty_string_is_null" in params else {"missing_utf8_is_empty_string": True}
+    return pl.read_csv(p, schema=_schema(), **empty)
 
 
 def read_sched_json(path: PathLike) -> pl.DataFrame:

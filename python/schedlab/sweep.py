@@ -21,11 +21,12 @@ Lengths = Union[str, Sequence[Sequence[float]], Mapping[str, Union[str, Sequence
 """A length distribution: ``"report"`` (built in), a path to a ``LOW HIGH PERCENT`` file, a list
 of ``(low, high, percent)`` ranges, or a dict naming several of those (each a value of the axis)."""
 
-_KINDS = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64, "bool": pl.Boolean}
+_KINDS = {"str": pl.Utf8, "int": pl.Int64, "int?": pl.Int64, "float": pl.Float64, "bool": pl.Boolean}
 
 
 def columns() -> list[tuple[str, str]]:
-    """The sweep table's columns as ``(name, kind)``; kind is ``str``, ``int``, ``float`` or ``bool``."""
+    """The sweep table's columns as ``(name, kind)``; kind is ``str``, ``int``, ``int?`` (an integer
+    or null: ``workload_bytes_per_pkt``), ``float`` or ``bool``."""
     return list(_native.columns())
 
 
@@ -170,7 +171,10 @@ def simulate(
         workload: a named workload (``"w3"``, ``"pfabric-datamining"``; ``"w4:interp"`` or
             ``"w2:step:1442"`` to set the reading and bytes per packet), or a list (an axis),
             instead of ``lengths``; ``schedlab workloads`` lists them. Rows of a workload are
-            per size bucket: ``len_pkts`` is the bucket's longest length.
+            per size bucket: ``len_pkts`` is the bucket's longest length; they record the table
+            read in ``workload_reading``, ``workload_bytes_per_pkt`` (null for tables in
+            packets), ``workload_checksum``, ``workload_source`` and ``workload_commit`` (empty
+            for other lengths).
         packets: arrival packets per cell (``1_000_000``, ``"10M"``), or a list (an axis).
         seed: the seed, or a list of seeds (an axis); with ``replications``, the first seed.
         replications: independent runs with seeds ``seed, seed + 1, ...``.

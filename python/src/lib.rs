@@ -30,7 +30,8 @@ fn parse_spec(text: &str, file: &str, base: &str) -> PyResult<(String, String, V
     Ok((s.name, s.sweep_id, jobs))
 }
 
-/// The table's columns as (name, kind) with kind one of "str", "int", "float", "bool".
+/// The table's columns as (name, kind) with kind one of "str", "int", "int?" (an integer or None),
+/// "float", "bool".
 #[pyfunction]
 fn columns() -> Vec<(&'static str, &'static str)> {
     COLUMNS
@@ -41,6 +42,7 @@ fn columns() -> Vec<(&'static str, &'static str)> {
                 match k {
                     Kind::Str => "str",
                     Kind::Int => "int",
+                    Kind::OptInt => "int?",
                     Kind::Float => "float",
                     Kind::Bool => "bool",
                 },
@@ -124,6 +126,10 @@ fn run_cells<'py>(py: Python<'py>, jobs: Vec<String>, workers: Option<usize>) ->
             }
             Kind::Int => {
                 let v: Vec<i64> = rows.iter().map(|r| if let Value::Int(x) = r[i] { x } else { 0 }).collect();
+                d.set_item(*name, v)?;
+            }
+            Kind::OptInt => {
+                let v: Vec<Option<i64>> = rows.iter().map(|r| if let Value::Int(x) = r[i] { Some(x) } else { None }).collect();
                 d.set_item(*name, v)?;
             }
             Kind::Float => {

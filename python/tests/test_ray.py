@@ -26,6 +26,8 @@ os.environ["RAY_AUTH_MODE"] = "token"
 os.environ["RAY_AUTH_TOKEN"] = TOKEN
 os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
 
+import polars as pl  # noqa: E402
+
 import schedlab  # noqa: E402
 
 ray = pytest.importorskip("ray", reason="SKIP: ray is not installed (pip install './python[ray]')")
@@ -182,3 +184,9 @@ def test_simulate_on_ray(cluster: str) -> None:
     a = schedlab.simulate(traffic=[40, 95], strategies=["RR", 30, "SF"], packets=20_000, seed=9, backend="ray")
     b = schedlab.simulate(traffic=[40, 95], strategies=["RR", 30, "SF"], packets=20_000, seed=9)
     assert a.equals(b)
+    # Named workloads: the workload columns filled (W5 is in packets: null bytes per packet).
+    a = schedlab.simulate(traffic=50, strategies=["FIFO"], workload=["w3", "w5"], packets=5_000, backend="ray")
+    b = schedlab.simulate(traffic=50, strategies=["FIFO"], workload=["w3", "w5"], packets=5_000)
+    assert a.equals(b)
+    assert a.filter(pl.col("lengths") == "w3")["workload_bytes_per_pkt"].to_list()[0] == 1460
+    assert a.filter(pl.col("lengths") == "w5")["workload_bytes_per_pkt"].is_null().all()

@@ -62,6 +62,66 @@ def test_length_file(tmp_path: Path) -> None:
     assert df["mean_len_pkts"][0] == 2.0
 
 
+_WORKLOAD = ["workload_reading", "workload_bytes_per_pkt", "workload_checksum", "workload_source", "workload_commit"]
+
+
+def test_workload_rows_record_the_workload(schedlab_bin: str, tmp_path: Path) -> None:
+    """simulate(workload=...) rows record the workload's reading, bytes per packet, checksum,
+    source and commit as ``schedlab sim --workload --json`` does; other lengths leave them empty
+    (null bytes per packet); the CLI's CSV and Parquet read back to the same frame."""
+    import json
+
+    df = schedlab.simulate(traffic=50, strategies=["FIFO"], workload=["w3:interp:1442", "w5"], packets=3_000)
+    i = df.columns.index("mean_len_pkts")
+    assert df.columns[i + 1 : i + 6] == _WORKLOAD
+    assert df.schema["workload_bytes_per_pkt"] == pl.Int64 and df.schema["workload_checksum"] == pl.Utf8
+    for name, reading, bpp in (("w3", "interp", "1442"), ("w5", None, None)):
+        sim = tmp_path / f"{name}.json"
+        args = ["sim", "--workload", name, "--traffic", "50", "--alphas", "FIFO", "--packets", "2000", "--brief"]
+        args += ["--reading", reading, "--bytes-per-packet", bpp] if reading else []
+        subprocess.run([schedlab_bin, *args, "--json", str(sim)], check=True, timeout=120, stdout=subprocess.DEVNULL)
+        w = json.loads(sim.read_text())["length_distribution"]["workload"]
+        rows = df.filter(pl.col("lengths") == (f"{name}:{reading}:{bpp}" if reading else name))
+        assert rows.height > 0
+        got = rows.select(_WORKLOAD).unique().to_dicts()
+        want = {
+            "workload_reading": w["reading"],
+            "workload_bytes_per_pkt": w["bytes_per_packet"],
+            "workload_checksum": w["checksum"],
+            "workload_source": w["source"],
+            "workload_commit": w["commit"],
+        }
+        assert got == [want], name
+    assert df.filter(pl.col("lengths") == "w5")["workload_bytes_per_pkt"].is_null().all(), "W5 is a table in packets"
+    assert df["workload_checksum"].str.starts_with("fnv1a64:").all()
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('traffic = [50]\nstrategies = ["FIFO"]\npackets = "3k"\nlengths = ["w3", "report"]\n')
+    whole = schedlab.sweep(spec)
+    report = whole.filter(pl.col("lengths") == "report")
+    assert report.height > 0 and report["workload_bytes_per_pkt"].is_null().all()
+    for c in ("workload_reading", "workload_checksum", "workload_source", "workload_commit"):
+        assert (report[c] == "").all(), c
+    for ext in ("csv", "parquet"):
+        out = tmp_path / f"o.{ext}"
+        subprocess.run([schedlab_bin, "sweep", str(spec), "--out", str(out), "--quiet"], check=True, timeout=120)
+        assert schedlab.read_table(out).equals(whole), ext
+
+
+def test_a_table_of_other_columns_is_refused(schedlab_bin: str, tmp_path: Path) -> None:
+    """A table written before the workload columns is refused, naming the columns it lacks."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('traffic = [50]\nstrategies = ["FIFO"]\npackets = "2k"\n')
+    out = tmp_path / "o.parquet"
+    subprocess.run([schedlab_bin, "sweep", str(spec), "--out", str(out), "--quiet"], check=True, timeout=120)
+    old = schedlab.read_table(out).drop(_WORKLOAD)
+    old.write_csv(tmp_path / "old.csv")
+    old.write_parquet(tmp_path / "old.parquet")
+    for f in ("old.csv", "old.parquet"):
+        with pytest.raises(ValueError, match="columns differ from this schedlab's sweep table \\(no workload_reading, "):
+            schedlab.read_table(tmp_path / f)
+
+
 def test_errors_name_the_key() -> None:
     with pytest.raises(ValueError, match="key 'traffic'"):
         schedlab.simulate(traffic=150, packets=1000)

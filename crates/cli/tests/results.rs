@@ -414,7 +414,9 @@ fn every_kind_round_trips_through_the_typed_reader_and_the_page() {
 #[test]
 fn sweep_row_round_trip() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("s.toml"), "traffic = [50]\nstrategies = [\"FIFO\", 10]\npackets = \"10k\"\n").unwrap();
+    // The report's mix and a named workload: the workload columns empty (null) and filled.
+    let spec = "traffic = [50]\nstrategies = [\"FIFO\", 10]\npackets = \"10k\"\nlengths = [\"report\", \"w3\"]\n";
+    std::fs::write(dir.path().join("s.toml"), spec).unwrap();
     schedlab()
         .current_dir(dir.path())
         .args(["sweep", "s.toml", "--out", "t.jsonl", "-q", "-j", "1"])
@@ -447,6 +449,8 @@ fn sweep_row_round_trip() {
     let csv_rows: Vec<&str> = lines.collect();
     assert_eq!(csv_rows.len(), rows.len());
     assert!(rows.iter().any(|r| r.strategy == "FIFO" && r.len_pkts == 0 && r.mean_lat_tu > 0.0));
+    assert!(rows.iter().any(|r| r.lengths == "report" && r.workload_bytes_per_pkt.is_none() && r.workload_checksum.is_empty()));
+    assert!(rows.iter().any(|r| r.lengths == "w3" && r.workload_bytes_per_pkt == Some(1460) && !r.workload_checksum.is_empty()));
     for (r, line) in rows.iter().zip(&csv_rows) {
         let cells: Vec<&str> = line.split(',').collect();
         let v = serde_json::to_value(r).unwrap();
@@ -454,6 +458,8 @@ fn sweep_row_round_trip() {
             let j = &v[*name];
             let same = match j {
                 Value::String(s) => s == cell,
+                // No bytes per packet is an empty field; a NaN float is written as NaN.
+                Value::Null if *name == "workload_bytes_per_pkt" => cell.is_empty(),
                 Value::Null => cell.parse::<f64>().is_ok_and(|x| !x.is_finite()),
                 Value::Number(n) => n.as_f64() == cell.parse::<f64>().ok(),
                 Value::Bool(b) => b.to_string() == *cell,

@@ -240,3 +240,131 @@ fn ctrl_c_keeps_finished_cells_and_exits_130() {
     assert!(!out.exists());
     assert_eq!(lines(&journal), 2, "the finished cell is kept");
 }
+
+fn stdout(args: &[&str]) -> String {
+    let a = bin().args(args).assert().success();
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+/// A sweep over a named workload records in every row the table's reading, bytes per packet,
+/// checksum, source and commit: those `schedlab workloads w3` shows and `sim --workload w3 --json`
+/// records. A row of the report's mix leaves them empty. The five columns follow `mean_len_pkts`.
+#[test]
+fn workload_rows_record_the_workloads_provenance() {
+    let d = tempfile::tempdir().unwrap();
+    let spec =
+        write(d.path(), "s.toml", "traffic = [50]\nstrategies = [\"FIFO\"]\npackets = \"5k\"\nlengths = [\"w3\", \"report\"]\n");
+    let out = d.path().join("o.csv");
+    bin().args(["sweep", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]).assert().success();
+    let t = csv(&out);
+    let i = column(&t, "mean_len_pkts");
+    assert_eq!(
+        t[0][i + 1..i + 6],
+        ["workload_reading", "workload_bytes_per_pkt", "workload_checksum", "workload_source", "workload_commit"]
+    );
+    let at = |r: &[String], name: &str| r[column(&t, name)].clone();
+    let (w3, report): (Vec<&Vec<String>>, Vec<&Vec<String>>) = t[1..].iter().partition(|r| at(r, "lengths") == "w3");
+    assert!(!w3.is_empty() && !report.is_empty());
+    // What the simulator records of W3 (sim --json's `workload`).
+    let sim = d.path().join("sim.json");
+    bin()
+        .args(["sim", "--workload", "w3", "--traffic", "50", "--alphas", "FIFO", "--packets", "2000", "--brief"])
+        .args(["--json", sim.to_str().unwrap()])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sim).unwrap()).unwrap();
+    let w = &v["length_distribution"]["workload"];
+    let want = [
+        ("workload_reading", w["reading"].as_str().unwrap().to_string()),
+        ("workload_bytes_per_pkt", w["bytes_per_packet"].as_u64().unwrap().to_string()),
+        ("workload_checksum", w["checksum"].as_str().unwrap().to_string()),
+        ("workload_source", w["source"].as_str().unwrap().to_string()),
+        ("workload_commit", w["commit"].as_str().unwrap().to_string()),
+    ];
+    for r in &w3 {
+        for (name, value) in &want {
+            assert_eq!(&at(r, name), value, "{name}");
+        }
+    }
+    // ... and what `schedlab workloads` shows of it: W3 is a byte table read as a step CDF at
+    // 1460 B/packet by default, its checksum, its source and commit.
+    let one = stdout(&["workloads", "w3"]);
+    let all = stdout(&["workloads"]);
+    let line = all.lines().find(|l| l.starts_with("w3 ")).expect("a w3 line");
+    let r = w3[0];
+    assert_eq!((at(r, "workload_reading").as_str(), at(r, "workload_bytes_per_pkt").as_str()), ("step", "1460"));
+    assert!(line.split_whitespace().nth(3) == Some("step"), "the listing's rule: {line}");
+    assert!(one.contains("at 1460 B/packet"), "{one}");
+    let sum = at(r, "workload_checksum");
+    assert!(sum.starts_with("fnv1a64:") && sum.len() == 24, "{sum}");
+    assert!(one.contains(&sum) && line.contains(&sum), "{one}\n{line}");
+    let (source, commit) = (at(r, "workload_source"), at(r, "workload_commit"));
+    assert!(line.contains(&format!("{source} @ {}", &commit[..12])), "{line}");
+    assert!(one.contains(&commit) && commit.len() == 40, "{one}");
+    let lib = schedlab_workload::named("w3").unwrap();
+    assert_eq!((sum, source), (lib.checksum_hex(), format!("{}/{}", lib.provenance.repository, lib.provenance.path)));
+    // The report's mix is no workload: the five columns are empty.
+    for r in &report {
+        for (name, _) in &want {
+            assert_eq!(at(r, name), "", "{name}");
+        }
+    }
+    // Parquet and JSON lines hold the same (bytes per packet null for the report's mix), read
+    // back through `merge`. (Only these columns: serde_json may read a float a last ulp off.)
+    let cols = |t: &[Vec<String>]| {
+        t.iter().map(|r| [&r[i - 1..i], &r[i + 1..i + 6]].concat()).collect::<Vec<_>>()
+        // lengths, the five
+    };
+    for ext in ["parquet", "jsonl"] {
+        let o = d.path().join(format!("o.{ext}"));
+        bin().args(["sweep", spec.to_str().unwrap(), "--out", o.to_str().unwrap(), "-q"]).assert().success();
+        let back = d.path().join(format!("back-{ext}.csv"));
+        bin().args(["sweep", "merge", o.to_str().unwrap(), "--out", back.to_str().unwrap()]).assert().success();
+        assert_eq!(cols(&csv(&back)), cols(&t), "{ext}");
+    }
+    let jsonl = std::fs::read_to_string(d.path().join("o.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(rows.iter().any(|r| r["lengths"] == "report" && r["workload_bytes_per_pkt"].is_null()));
+    assert!(rows.iter().any(|r| r["lengths"] == "w3" && r["workload_bytes_per_pkt"] == 1460));
+}
+
+/// A table, merge part or journal written before the workload columns is refused with the
+/// columns it lacks, never read value by value into the wrong columns.
+#[test]
+fn tables_and_journals_without_the_workload_columns_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = write(d.path(), "s.toml", "traffic = [50]\nstrategies = [\"FIFO\"]\npackets = \"2k\"\nlengths = [\"w3\"]\n");
+    let out = d.path().join("o.csv");
+    bin().args(["sweep", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]).assert().success();
+    // The same table without the five columns, as the previous schedlab wrote it.
+    let t = csv(&out);
+    let keep: Vec<usize> = (0..t[0].len()).filter(|&i| !t[0][i].starts_with("workload_")).collect();
+    assert_eq!(keep.len(), 31);
+    let old: String = t.iter().map(|r| keep.iter().map(|&i| r[i].as_str()).collect::<Vec<_>>().join(",") + "\n").collect();
+    let part = write(d.path(), "old.csv", &old);
+    bin()
+        .args(["sweep", "merge", part.to_str().unwrap(), "--out", d.path().join("m.csv").to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("the columns differ from this schedlab's sweep table (no workload_reading, "));
+    // Its journal: the first line without the columns, the rows 31 values wide.
+    let journal = d.path().join("o.csv.journal");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines = text.lines();
+    let mut head: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(head["columns"].as_array().map(Vec::len), Some(36), "the journal lists the table's columns");
+    head.as_object_mut().unwrap().remove("columns");
+    let mut entry: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    for r in entry["rows"].as_array_mut().unwrap() {
+        let cells = r.as_array().unwrap().clone();
+        *r = keep.iter().map(|&i| cells[i].clone()).collect();
+    }
+    std::fs::write(&journal, format!("{head}\n{entry}\n")).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    bin()
+        .args(["sweep", spec.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("holds rows with other columns than this schedlab's sweep table"));
+    assert!(!out.exists());
+}

@@ -3,7 +3,9 @@
 //! Each finished cell is appended as one `write` of one complete line followed by `fsync`, so an
 //! interruption at any instant leaves every earlier cell intact; a torn last line (a crash in the
 //! middle of a write) is recognised by its missing newline or bad JSON and cut off on resume.
-//! The first line names the sweep (`sweep_id`), so a journal from another spec is refused.
+//! The first line names the sweep (`sweep_id`) and the table's columns, so a journal from another
+//! spec, or one whose rows have other columns (another schedlab), is refused rather than read
+//! value by value into the wrong columns.
 //! Every failure is a [`JournalError`] naming the journal file.
 
 use std::collections::BTreeMap;
@@ -13,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::table::Row;
+use crate::table::{column_diff, header, Row, COLUMNS};
 
 /// Why a journal could not be opened, resumed or appended to. Each variant names the journal;
 /// the underlying error (I/O, JSON) is its [`source`](std::error::Error::source), which the
@@ -34,6 +36,18 @@ pub enum JournalError {
         path.display()
     )]
     OtherSweep { path: PathBuf, found: String, expected: String },
+    /// The journal's rows have other columns than this schedlab's table (its header lists them;
+    /// journals written before the header did lack the list).
+    #[error(
+        "{} holds rows with other columns than this schedlab's sweep table ({why}): it was written by another \
+         schedlab; remove the journal to start over, or write to another --out",
+        path.display()
+    )]
+    OtherColumns { path: PathBuf, why: String },
+    /// A finished cell's row (on line `line`) does not have the table's columns (a value too many
+    /// or too few, or of another type).
+    #[error("{}:{line}: a row of cell {cell} does not have this schedlab's sweep table columns", path.display())]
+    BadRow { path: PathBuf, line: usize, cell: u64 },
     /// The journal could not be opened (or created) for appending.
     #[error("cannot open the journal {}", path.display())]
     Open { path: PathBuf, source: std::io::Error },
@@ -59,6 +73,9 @@ struct Header {
     sweep_id: String,
     cells_total: u64,
     version: String,
+    /// The table's columns, in order (absent in journals written before the workload columns).
+    #[serde(default)]
+    columns: Option<Vec<String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -94,6 +111,7 @@ impl Journal {
             let bytes = std::fs::read(path).map_err(|source| JournalError::Read { path: at(), source })?;
             let mut pos = 0usize;
             let mut first = true;
+            let mut lineno = 1;
             while pos < bytes.len() {
                 let Some(nl) = bytes[pos..].iter().position(|&b| b == b'\n') else { break };
                 let line = &bytes[pos..pos + nl];
@@ -103,11 +121,27 @@ impl Journal {
                     if h.sweep_id != sweep_id {
                         return Err(JournalError::OtherSweep { path: at(), found: h.sweep_id, expected: sweep_id.into() });
                     }
+                    let ours = header();
+                    match h.columns {
+                        None => {
+                            let why = "its header does not list them".into();
+                            return Err(JournalError::OtherColumns { path: at(), why });
+                        }
+                        Some(c) if c != ours => {
+                            let why = column_diff(&c.iter().map(String::as_str).collect::<Vec<_>>());
+                            return Err(JournalError::OtherColumns { path: at(), why });
+                        }
+                        Some(_) => {}
+                    }
                     first = false;
                 } else {
                     let Ok(e) = serde_json::from_slice::<Entry>(line) else { break };
+                    if !e.rows.iter().all(|r| r.len() == COLUMNS.len() && r.iter().zip(COLUMNS).all(|(v, (_, k))| v.fits(k))) {
+                        return Err(JournalError::BadRow { path: at(), line: lineno, cell: e.cell });
+                    }
                     done.insert(e.cell, e.rows);
                 }
+                lineno += 1;
                 pos += nl + 1;
                 good_len = pos;
             }
@@ -132,6 +166,7 @@ impl Journal {
                 sweep_id: sweep_id.into(),
                 cells_total,
                 version: crate::VERSION.into(),
+                columns: Some(header().iter().map(|c| c.to_string()).collect()),
             };
             let mut line = serde_json::to_vec(&h).map_err(|source| JournalError::Encode { path: at(), source })?;
             line.push(b'\n');
@@ -162,7 +197,21 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::Value;
+    use crate::table::{Kind, Value};
+
+    /// A row of the table whose integers are `x` and floats `f`.
+    fn row(x: i64, f: f64) -> Row {
+        COLUMNS
+            .iter()
+            .map(|(_, k)| match k {
+                Kind::Str => Value::Str(x.to_string()),
+                Kind::Int => Value::Int(x),
+                Kind::OptInt => Value::Null,
+                Kind::Float => Value::f(f),
+                Kind::Bool => Value::Bool(true),
+            })
+            .collect()
+    }
 
     #[test]
     fn torn_lines_are_cut_and_other_sweeps_refused() {
@@ -170,8 +219,8 @@ mod tests {
         let p = dir.path().join("o.csv.journal");
         {
             let mut j = Journal::open(&p, "id1", 3).unwrap();
-            j.append(0, "k0", vec![vec![Value::Int(1)]]).unwrap();
-            j.append(2, "k2", vec![vec![Value::f(f64::NAN)]]).unwrap();
+            j.append(0, "k0", vec![row(1, 0.5)]).unwrap();
+            j.append(2, "k2", vec![row(2, f64::NAN)]).unwrap();
         }
         // A crash in the middle of the next append.
         let mut f = OpenOptions::new().append(true).open(&p).unwrap();
@@ -179,10 +228,10 @@ mod tests {
         drop(f);
         let mut j = Journal::open(&p, "id1", 3).unwrap();
         assert_eq!(j.done.keys().copied().collect::<Vec<_>>(), vec![0, 2]);
-        j.append(1, "k1", vec![vec![Value::Int(5)]]).unwrap();
+        j.append(1, "k1", vec![row(5, 1.0)]).unwrap();
         let j = Journal::open(&p, "id1", 3).unwrap();
         assert_eq!(j.done.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
-        assert_eq!(j.done[&2][0][0], Value::f(f64::NAN));
+        assert_eq!(j.done[&2][0], row(2, f64::NAN));
         assert!(Journal::open(&p, "other", 3).err().unwrap().to_string().contains("belongs to another sweep"));
     }
 
@@ -190,7 +239,7 @@ mod tests {
     fn a_journal_of_another_sweep_is_refused_by_its_variant() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("o.csv.journal");
-        Journal::open(&p, "id1", 3).unwrap().append(0, "k0", vec![vec![Value::Int(1)]]).unwrap();
+        Journal::open(&p, "id1", 3).unwrap().append(0, "k0", vec![row(1, 0.5)]).unwrap();
         let before = std::fs::read(&p).unwrap();
         let e = Journal::open(&p, "id2 shard 1/2", 3).err().unwrap();
         match &e {
@@ -224,5 +273,67 @@ mod tests {
         let e = Journal::open(dir.path(), "id1", 3).err().unwrap();
         assert!(matches!(&e, JournalError::Read { path, .. } if path == dir.path()), "{e:?}");
         assert!(std::error::Error::source(&e).is_some());
+    }
+
+    /// A journal of the same sweep written before the `workload_*` columns (its header lists no
+    /// columns, its rows have 31 values): refused, and left as it was.
+    #[test]
+    fn a_journal_of_other_columns_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.csv.journal");
+        let old: Vec<Value> =
+            row(1, 0.5).into_iter().zip(COLUMNS).filter(|(_, (c, _))| !c.starts_with("workload_")).map(|(v, _)| v).collect();
+        let entry = serde_json::to_string(&Entry { cell: 0, key: "k0".into(), rows: vec![old] }).unwrap();
+        let text =
+            format!("{{\"journal\":\"schedlab-sweep\",\"sweep_id\":\"id1\",\"cells_total\":3,\"version\":\"0.1.0\"}}\n{entry}\n");
+        std::fs::write(&p, &text).unwrap();
+        let e = Journal::open(&p, "id1", 3).err().unwrap();
+        assert!(matches!(&e, JournalError::OtherColumns { path, .. } if *path == p), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} holds rows with other columns than this schedlab's sweep table (its header does not list them): \
+                 it was written by another schedlab; remove the journal to start over, or write to another --out",
+                p.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text, "a refused journal is left as it was");
+        // A header that lists other columns says which.
+        let mut cols: Vec<String> = header().iter().map(|c| c.to_string()).collect();
+        cols.retain(|c| c != "workload_commit");
+        let h = Header {
+            journal: "schedlab-sweep".into(),
+            sweep_id: "id1".into(),
+            cells_total: 3,
+            version: "0.1.0".into(),
+            columns: Some(cols),
+        };
+        std::fs::write(&p, format!("{}\n", serde_json::to_string(&h).unwrap())).unwrap();
+        let e = Journal::open(&p, "id1", 3).err().unwrap();
+        assert!(matches!(&e, JournalError::OtherColumns { why, .. } if why == "no workload_commit"), "{e:?}");
+    }
+
+    /// A complete line whose rows do not have the table's columns is an error naming its line, not
+    /// a torn line to cut off (which would drop the cells after it).
+    #[test]
+    fn a_row_of_other_columns_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.csv.journal");
+        {
+            let mut j = Journal::open(&p, "id1", 3).unwrap();
+            j.append(0, "k0", vec![row(1, 0.5)]).unwrap();
+            j.append(1, "k1", vec![row(2, 0.5)[1..].to_vec()]).unwrap();
+            let mut wrong = row(3, 0.5);
+            wrong[0] = Value::Int(3);
+            j.append(2, "k2", vec![wrong]).unwrap();
+        }
+        let before = std::fs::read(&p).unwrap();
+        let e = Journal::open(&p, "id1", 3).err().unwrap();
+        assert!(matches!(&e, JournalError::BadRow { line: 3, cell: 1, .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("{}:3: a row of cell 1 does not have this schedlab's sweep table columns", p.display())
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), before);
     }
 }

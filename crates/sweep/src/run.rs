@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use schedlab_sim::model::{parse_strategy, AlphaClass, ModelError};
-use schedlab_sim::{run, Arrivals, Control, SimConfig};
+use schedlab_sim::{run, Arrivals, Control, LengthDist, SimConfig};
 
 use crate::spec::CellJob;
 use crate::table::{Row, Value};
@@ -54,6 +54,28 @@ pub fn sim_config(job: &CellJob) -> Result<SimConfig, CellError> {
     })
 }
 
+/// The `workload_*` columns of a cell's rows: the named workload its lengths were drawn from (its
+/// reading, bytes per packet, checksum, source and commit, as `schedlab sim --json` records them),
+/// or empty values (null bytes per packet) for lengths that are no workload.
+fn workload_values(d: &LengthDist) -> [Value; 5] {
+    match &d.workload {
+        Some(w) => [
+            Value::Str(w.reading.clone()),
+            w.bytes_per_packet.map_or(Value::Null, |b| Value::Int(i64::from(b))),
+            Value::Str(w.checksum.clone()),
+            Value::Str(w.source.clone()),
+            Value::Str(w.commit.clone()),
+        ],
+        None => [
+            Value::Str(String::new()),
+            Value::Null,
+            Value::Str(String::new()),
+            Value::Str(String::new()),
+            Value::Str(String::new()),
+        ],
+    }
+}
+
 /// Runs one cell. `None` when it was stopped through `ctl` (an unfinished cell has no rows).
 pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>, CellError> {
     if job.service != "report" {
@@ -65,18 +87,23 @@ pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>, CellEr
         return Ok(None);
     }
     let mean_len = cfg.dist.mean();
+    let workload = workload_values(&cfg.dist);
     let o = &job.options;
     let mut rows = Vec::new();
     for st in &r.strategies {
         for l in st.by_len.iter().chain(std::iter::once(&st.overall)) {
             let len = if l.len == 0 { mean_len } else { f64::from(l.len) };
-            rows.push(vec![
+            // The columns in table order: the cell's, the workload's, then the strategy's.
+            let mut row = vec![
                 Value::Str(job.sweep_id.clone()),
                 Value::Int(job.cell as i64),
                 Value::Int(job.cells_total as i64),
                 Value::f(job.traffic_pct),
                 Value::Str(job.lengths.name.clone()),
                 Value::f(mean_len),
+            ];
+            row.extend(workload.iter().cloned());
+            row.extend([
                 Value::Str(job.service.clone()),
                 Value::Int(job.packets as i64),
                 Value::Int(job.seed as i64),
@@ -106,6 +133,7 @@ pub fn run_cell(job: &CellJob, ctl: &Control) -> Result<Option<Vec<Row>>, CellEr
                 Value::f(st.sim_time_tu),
                 Value::Str(crate::VERSION.into()),
             ]);
+            rows.push(row);
         }
     }
     Ok(Some(rows))
@@ -242,5 +270,46 @@ mod tests {
         );
         assert!(matches!(r, Err(CellError::Service { cell: 0, .. })), "{r:?}");
         assert_eq!(finished, [0], "the good cell finished before the bad one stopped the run");
+    }
+
+    /// Rows of a named workload record what `sim --json` records of it (reading, bytes per packet,
+    /// checksum, source, commit); rows of other lengths leave those columns empty.
+    #[test]
+    fn rows_record_the_workload_they_were_drawn_from() {
+        use crate::table::{col, COLUMNS};
+        let s = Sweep::parse(
+            "traffic = [50]\npackets = 3000\nstrategies = [\"RR\"]\nlengths = [\"w3:interp:1442\", \"report\", \"w5\"]\n",
+            "s.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        let ctl = Control::default();
+        let w = LengthDist::workload("w3", Some("interp"), Some(1442)).unwrap().workload.unwrap();
+        assert!(w.checksum.starts_with("fnv1a64:") && !w.source.is_empty() && !w.commit.is_empty(), "{w:?}");
+        let rows = run_cell(&s.cells[0], &ctl).unwrap().unwrap();
+        assert!(rows.len() > 1);
+        for r in &rows {
+            assert!(r.len() == COLUMNS.len() && r.iter().zip(COLUMNS).all(|(v, (_, k))| v.fits(k)), "{r:?}");
+            assert_eq!(r[col("lengths")], Value::Str("w3:interp:1442".into()));
+            assert_eq!(r[col("workload_reading")], Value::Str("interp".into()));
+            assert_eq!(r[col("workload_bytes_per_pkt")], Value::Int(1442));
+            assert_eq!(r[col("workload_checksum")], Value::Str(w.checksum.clone()));
+            assert_eq!(r[col("workload_source")], Value::Str(w.source.clone()));
+            assert_eq!(r[col("workload_commit")], Value::Str(w.commit.clone()));
+        }
+        let rows = run_cell(&s.cells[1], &ctl).unwrap().unwrap();
+        for r in &rows {
+            assert_eq!(r[col("lengths")], Value::Str("report".into()));
+            assert_eq!(r[col("workload_bytes_per_pkt")], Value::Null);
+            for c in ["workload_reading", "workload_checksum", "workload_source", "workload_commit"] {
+                assert_eq!(r[col(c)], Value::Str(String::new()), "{c}");
+            }
+        }
+        // W5 is a table in packets: no bytes per packet, the rest recorded.
+        let w5 = LengthDist::workload("w5", None, None).unwrap().workload.unwrap();
+        let rows = run_cell(&s.cells[2], &ctl).unwrap().unwrap();
+        assert_eq!(rows[0][col("workload_bytes_per_pkt")], Value::Null);
+        assert_eq!(rows[0][col("workload_reading")], Value::Str("step".into()));
+        assert_eq!(rows[0][col("workload_checksum")], Value::Str(w5.checksum));
     }
 }

@@ -14,7 +14,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::record::RowAccessor;
+use parquet::record::{Field, RowAccessor};
 use parquet::schema::parser::parse_message_type;
 use schedlab_report::export::csv_line;
 use schedlab_report::results::{
@@ -48,12 +48,14 @@ pub enum TableError {
     /// Reading the table failed after it was opened.
     #[error("reading {}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
-    /// A CSV file whose header (line 1) is not this schedlab's columns.
+    /// A CSV file whose header (line 1) is not this schedlab's columns; `why` says how they
+    /// differ ([`column_diff`]).
     #[error(
-        "{}:1: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
+        "{}:1: the columns differ from this schedlab's sweep table ({why}): a table of another schedlab version, \
+         or not a sweep table",
         path.display()
     )]
-    CsvColumns { path: PathBuf },
+    CsvColumns { path: PathBuf, why: String },
     /// A CSV line with too many or too few fields.
     #[error("{}:{line}: {found} fields, expected {expected}", path.display())]
     FieldCount { path: PathBuf, line: usize, found: usize, expected: usize },
@@ -64,12 +66,13 @@ pub enum TableError {
     /// A file that Parquet cannot read.
     #[error("{}: not a Parquet file", path.display())]
     NotParquet { path: PathBuf, source: ParquetError },
-    /// A Parquet file whose columns are not this schedlab's.
+    /// A Parquet file whose columns are not this schedlab's; `why` says how they differ.
     #[error(
-        "{}: the columns differ from this schedlab's sweep table (a different version or not a sweep table)",
+        "{}: the columns differ from this schedlab's sweep table ({why}): a table of another schedlab version, \
+         or not a sweep table",
         path.display()
     )]
-    ParquetColumns { path: PathBuf },
+    ParquetColumns { path: PathBuf, why: String },
     /// Reading the rows of a Parquet file failed.
     #[error("{}: cannot read the rows", path.display())]
     ParquetRows { path: PathBuf, source: ParquetError },
@@ -92,6 +95,9 @@ pub enum WriteError {
     /// A row (0-based) without one value per column.
     #[error("CSV row has {cells} cells, header has {columns}")]
     RowWidth { row: usize, cells: usize, columns: usize },
+    /// A row (0-based) whose value in `column` is not of the column's type (a bug).
+    #[error("row {row}: the value in column '{column}' is not of its type")]
+    CellKind { row: usize, column: &'static str },
     /// The Parquet schema of the columns was refused.
     #[error("parquet schema")]
     Schema(#[source] ParquetError),
@@ -124,6 +130,8 @@ type Result<T, E = TableError> = std::result::Result<T, E>;
 pub enum Kind {
     Str,
     Int,
+    /// An integer or nothing: empty in CSV, `null` in JSON and Parquet.
+    OptInt,
     Float,
     Bool,
 }
@@ -136,6 +144,8 @@ pub enum Value {
     /// Stored as its bit pattern so that journals round-trip exactly (NaN included).
     Float(u64),
     Bool(bool),
+    /// No value (a [`Kind::OptInt`] column only).
+    Null,
 }
 
 impl Value {
@@ -149,13 +159,27 @@ impl Value {
             Value::Int(i) => i.to_string(),
             Value::Float(b) => format!("{:?}", f64::from_bits(*b)),
             Value::Bool(b) => b.to_string(),
+            Value::Null => String::new(),
         }
+    }
+    /// True when the value may be in a column of `kind`.
+    pub fn fits(&self, kind: Kind) -> bool {
+        matches!(
+            (self, kind),
+            (Value::Str(_), Kind::Str)
+                | (Value::Int(_), Kind::Int | Kind::OptInt)
+                | (Value::Null, Kind::OptInt)
+                | (Value::Float(_), Kind::Float)
+                | (Value::Bool(_), Kind::Bool)
+        )
     }
     /// Parses a CSV field; `Err` says what it is not ("an integer", "a number", "true/false").
     fn parse(kind: Kind, s: &str) -> Result<Value, &'static str> {
         Ok(match kind {
             Kind::Str => Value::Str(s.to_string()),
             Kind::Int => Value::Int(s.parse().map_err(|_| "an integer")?),
+            Kind::OptInt if s.is_empty() => Value::Null,
+            Kind::OptInt => Value::Int(s.parse().map_err(|_| "an integer or empty")?),
             Kind::Float => Value::f(s.parse().map_err(|_| "a number")?),
             Kind::Bool => Value::Bool(s.parse().map_err(|_| "true/false")?),
         })
@@ -163,13 +187,20 @@ impl Value {
 }
 
 /// The table's columns, in order. Time is in time units (`_tu`: the mean packet service time).
-pub const COLUMNS: [(&str, Kind); 31] = [
+/// The `workload_*` columns record the named workload a row's lengths were drawn from (`lengths`
+/// is its name as the spec wrote it); they are empty (null) for other lengths.
+pub const COLUMNS: [(&str, Kind); 36] = [
     ("sweep_id", Kind::Str),
     ("cell", Kind::Int),
     ("cells_total", Kind::Int),
     ("traffic_pct", Kind::Float),
     ("lengths", Kind::Str),
     ("mean_len_pkts", Kind::Float),
+    ("workload_reading", Kind::Str),
+    ("workload_bytes_per_pkt", Kind::OptInt),
+    ("workload_checksum", Kind::Str),
+    ("workload_source", Kind::Str),
+    ("workload_commit", Kind::Str),
     ("service", Kind::Str),
     ("packets", Kind::Int),
     ("seed", Kind::Int),
@@ -196,6 +227,38 @@ pub const COLUMNS: [(&str, Kind); 31] = [
     ("sim_time_tu", Kind::Float),
     ("schedlab_version", Kind::Str),
 ];
+
+/// How the column names `found` differ from [`COLUMNS`], in words: the columns missing (at most
+/// five named) and those this table does not have, or "the same columns in another order".
+pub fn column_diff(found: &[&str]) -> String {
+    let ours = header();
+    let list = |v: Vec<&str>| {
+        let n = v.len();
+        let mut s = v.into_iter().take(5).collect::<Vec<_>>().join(", ");
+        if n > 5 {
+            s.push_str(&format!(" and {} more", n - 5));
+        }
+        s
+    };
+    let missing: Vec<&str> = ours.iter().copied().filter(|c| !found.contains(c)).collect();
+    let extra: Vec<&str> = found.iter().copied().filter(|c| !ours.contains(c)).collect();
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!("no {}", list(missing)));
+    }
+    if !extra.is_empty() {
+        parts.push(format!("unknown {}", list(extra)));
+    }
+    if parts.is_empty() {
+        if found.len() == ours.len() {
+            "the same columns in another order".into()
+        } else {
+            "a column twice".into()
+        }
+    } else {
+        parts.join("; ")
+    }
+}
 
 /// Index of a column by name.
 pub fn col(name: &str) -> usize {
@@ -248,14 +311,23 @@ pub fn write_table(path: &Path, rows: &[Row], sweep_id: &str) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|source| TableError::Rename { from: tmp, to: path.to_path_buf(), source })
 }
 
+/// Checks that row `row` (0-based) has one value per column, each of its column's kind.
+fn check_row(row: usize, r: &Row) -> Result<(), WriteError> {
+    if r.len() != COLUMNS.len() {
+        return Err(WriteError::RowWidth { row, cells: r.len(), columns: COLUMNS.len() });
+    }
+    match r.iter().zip(COLUMNS).find(|(v, (_, kind))| !v.fits(*kind)) {
+        Some((_, (column, _))) => Err(WriteError::CellKind { row, column }),
+        None => Ok(()),
+    }
+}
+
 /// The CSV table: a header, then one line per row, quoted as `schedlab_report::export::Csv` quotes.
 fn write_csv(f: File, rows: &[Row]) -> Result<(), WriteError> {
     let mut w = BufWriter::new(f);
     writeln!(w, "{}", csv_line(&header()))?;
     for (i, r) in rows.iter().enumerate() {
-        if r.len() != COLUMNS.len() {
-            return Err(WriteError::RowWidth { row: i, cells: r.len(), columns: COLUMNS.len() });
-        }
+        check_row(i, r)?;
         let cells: Vec<String> = r.iter().map(Value::text).collect();
         writeln!(w, "{}", csv_line(&cells))?;
     }
@@ -268,12 +340,13 @@ fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<(), WriteError
     for (name, kind) in COLUMNS {
         let t = match kind {
             Kind::Str => "BYTE_ARRAY",
-            Kind::Int => "INT64",
+            Kind::Int | Kind::OptInt => "INT64",
             Kind::Float => "DOUBLE",
             Kind::Bool => "BOOLEAN",
         };
         let ann = if kind == Kind::Str { " (UTF8)" } else { "" };
-        schema.push_str(&format!("  REQUIRED {t} {name}{ann};\n"));
+        let rep = if kind == Kind::OptInt { "OPTIONAL" } else { "REQUIRED" };
+        schema.push_str(&format!("  {rep} {t} {name}{ann};\n"));
     }
     schema.push('}');
     let schema = Arc::new(parse_message_type(&schema).map_err(WriteError::Schema)?);
@@ -287,6 +360,9 @@ fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<(), WriteError
             ]))
             .build(),
     );
+    for (i, r) in rows.iter().enumerate() {
+        check_row(i, r)?;
+    }
     let mut w = SerializedFileWriter::new(f, schema, props)?;
     let mut rg = w.next_row_group()?;
     let mut i = 0;
@@ -300,6 +376,12 @@ fn write_parquet(f: File, rows: &[Row], sweep_id: &str) -> Result<(), WriteError
             Kind::Int => {
                 let v: Vec<i64> = rows.iter().map(|r| if let Value::Int(x) = r[i] { x } else { 0 }).collect();
                 c.typed::<Int64Type>().write_batch(&v, None, None)?;
+            }
+            Kind::OptInt => {
+                // The values present, and a definition level per row (1: present, 0: null).
+                let v: Vec<i64> = rows.iter().filter_map(|r| if let Value::Int(x) = r[i] { Some(x) } else { None }).collect();
+                let def: Vec<i16> = rows.iter().map(|r| i16::from(matches!(r[i], Value::Int(_)))).collect();
+                c.typed::<Int64Type>().write_batch(&v, Some(&def), None)?;
             }
             Kind::Float => {
                 let v: Vec<f64> =
@@ -333,8 +415,9 @@ fn read_csv(path: &Path) -> Result<Vec<Row>> {
     let f = File::open(path).map_err(|source| TableError::Open { path: at(), source })?;
     let mut lines = BufReader::new(f).lines();
     let head = lines.next().transpose().map_err(|source| TableError::Read { path: at(), source })?.unwrap_or_default();
-    if head.split(',').collect::<Vec<_>>() != header() {
-        return Err(TableError::CsvColumns { path: at() });
+    let found = head.split(',').collect::<Vec<_>>();
+    if found != header() {
+        return Err(TableError::CsvColumns { path: at(), why: column_diff(&found) });
     }
     let mut rows = Vec::new();
     for (n, line) in lines.enumerate() {
@@ -361,9 +444,16 @@ fn read_parquet(path: &Path) -> Result<Vec<Row>> {
     let at = || path.to_path_buf();
     let f = File::open(path).map_err(|source| TableError::Open { path: at(), source })?;
     let r = SerializedFileReader::new(f).map_err(|source| TableError::NotParquet { path: at(), source })?;
-    let names: Vec<String> = r.metadata().file_metadata().schema_descr().columns().iter().map(|c| c.name().to_string()).collect();
+    let columns = r.metadata().file_metadata().schema_descr().columns().to_vec();
+    let names: Vec<&str> = columns.iter().map(|c| c.name()).collect();
+    // Same names, and a column that may be null exactly where this table has one.
+    let optional = columns.iter().map(|c| c.max_def_level() > 0);
     if names != header() {
-        return Err(TableError::ParquetColumns { path: at() });
+        return Err(TableError::ParquetColumns { path: at(), why: column_diff(&names) });
+    }
+    if let Some((o, (column, _))) = optional.zip(COLUMNS).find(|(o, (_, kind))| *o != (*kind == Kind::OptInt)) {
+        let why = format!("column {column} {} null there", if o { "may be" } else { "is never" });
+        return Err(TableError::ParquetColumns { path: at(), why });
     }
     let mut rows = Vec::new();
     for rec in r.get_row_iter(None).map_err(|source| TableError::ParquetRows { path: at(), source })? {
@@ -373,6 +463,10 @@ fn read_parquet(path: &Path) -> Result<Vec<Row>> {
             let v = match kind {
                 Kind::Str => rec.get_string(i).map(|s| Value::Str(s.clone())),
                 Kind::Int => rec.get_long(i).map(Value::Int),
+                Kind::OptInt => match rec.get_column_iter().nth(i) {
+                    Some((_, Field::Null)) => Ok(Value::Null),
+                    _ => rec.get_long(i).map(Value::Int),
+                },
                 Kind::Float => rec.get_double(i).map(Value::f),
                 Kind::Bool => rec.get_bool(i).map(Value::Bool),
             }
@@ -396,6 +490,7 @@ pub fn typed(r: &Row) -> Result<SweepRow, ResultError> {
             // NaN and infinities become null (`serde_json::Value::from` does), read back as NaN.
             Value::Float(b) => serde_json::Value::from(f64::from_bits(*b)),
             Value::Bool(b) => serde_json::Value::from(*b),
+            Value::Null => serde_json::Value::Null,
         };
         m.insert((*name).to_string(), j);
     }
@@ -413,6 +508,8 @@ pub fn untyped(t: &SweepRow) -> Result<Row, RowError> {
             Ok(match kind {
                 Kind::Str => Value::Str(x.as_str().ok_or_else(|| not("text"))?.to_string()),
                 Kind::Int => Value::Int(x.as_i64().ok_or_else(|| not("an integer"))?),
+                Kind::OptInt if x.is_null() => Value::Null,
+                Kind::OptInt => Value::Int(x.as_i64().ok_or_else(|| not("an integer or null"))?),
                 Kind::Float => Value::f(x.as_f64().unwrap_or(f64::NAN)),
                 Kind::Bool => Value::Bool(x.as_bool().ok_or_else(|| not("true/false"))?),
             })
@@ -461,6 +558,8 @@ mod tests {
                     .map(|(n, kind)| match kind {
                         Kind::Str => Value::Str(format!("{n},\"{k}\"")),
                         Kind::Int => Value::Int(k * 1_000_000_007 - 5),
+                        Kind::OptInt if k == 1 => Value::Null,
+                        Kind::OptInt => Value::Int(k * 1460 - 3),
                         Kind::Float => Value::f(if k == 1 { f64::NAN } else { 0.1 * k as f64 + 1e-17 }),
                         Kind::Bool => Value::Bool(k % 2 == 0),
                     })
@@ -528,8 +627,8 @@ mod tests {
         lines[2] = csv_line(&cells[1..]);
         std::fs::write(&p, lines.join("\n") + "\n").unwrap();
         let e = read_table(&p).unwrap_err();
-        assert!(matches!(e, TableError::FieldCount { line: 3, found: 30, expected: 31, .. }), "{e:?}");
-        assert_eq!(e.to_string(), format!("{}:3: 30 fields, expected 31", p.display()));
+        assert!(matches!(e, TableError::FieldCount { line: 3, found: 35, expected: 36, .. }), "{e:?}");
+        assert_eq!(e.to_string(), format!("{}:3: 35 fields, expected 36", p.display()));
     }
 
     #[test]
@@ -557,10 +656,10 @@ mod tests {
         let p = dir.path().join("t.csv");
         let e = write_table(&p, &[vec![Value::Int(1)]], "abc").unwrap_err();
         assert!(
-            matches!(&e, TableError::Write { path, source: WriteError::RowWidth { row: 0, cells: 1, columns: 31 } } if *path == p)
+            matches!(&e, TableError::Write { path, source: WriteError::RowWidth { row: 0, cells: 1, columns: 36 } } if *path == p)
         );
         assert_eq!(e.to_string(), format!("writing {}", p.display()));
-        assert_eq!(std::error::Error::source(&e).unwrap().to_string(), "CSV row has 1 cells, header has 31");
+        assert_eq!(std::error::Error::source(&e).unwrap().to_string(), "CSV row has 1 cells, header has 36");
         assert!(!p.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(), "the temporary file is removed");
         // A folder that does not exist.
         let p = dir.path().join("no/such/t.csv");
@@ -581,6 +680,95 @@ mod tests {
         assert_eq!(e.to_string(), format!("{}:3", p.display()));
         std::fs::write(&p, format!("{first}{{\n")).unwrap();
         assert!(matches!(read_table(&p), Err(TableError::NotJson { line: 2, .. })));
+    }
+
+    /// The table's columns before the workload's (schedlab 0.1.0 until the `workload_*` columns).
+    fn old_header() -> Vec<&'static str> {
+        header().into_iter().filter(|c| !c.starts_with("workload_")).collect()
+    }
+
+    /// A table written before the `workload_*` columns is refused with the columns it lacks,
+    /// in every format, never read value by value into the wrong columns.
+    #[test]
+    fn a_table_without_the_workload_columns_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(old_header().len(), 31);
+        let want = "no workload_reading, workload_bytes_per_pkt, workload_checksum, workload_source, workload_commit";
+        // CSV: the old header and a row of the old width.
+        let p = dir.path().join("old.csv");
+        let row: Vec<String> =
+            sample()[0].iter().zip(header()).filter(|(_, c)| !c.starts_with("workload_")).map(|(v, _)| v.text()).collect();
+        std::fs::write(&p, format!("{}\n{}\n", csv_line(&old_header()), csv_line(&row))).unwrap();
+        let e = read_table(&p).unwrap_err();
+        assert!(matches!(&e, TableError::CsvColumns { why, .. } if why == want), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:1: the columns differ from this schedlab's sweep table ({want}): a table of another schedlab \
+                 version, or not a sweep table",
+                p.display()
+            )
+        );
+        // Parquet: the old columns.
+        let p = dir.path().join("old.parquet");
+        let mut schema = String::from("message schedlab_sweep {\n");
+        for c in old_header() {
+            schema.push_str(&format!("  REQUIRED INT64 {c};\n"));
+        }
+        schema.push('}');
+        let schema = Arc::new(parse_message_type(&schema).unwrap());
+        let w = SerializedFileWriter::new(File::create(&p).unwrap(), schema, Default::default()).unwrap();
+        w.close().unwrap();
+        let e = read_table(&p).unwrap_err();
+        assert!(matches!(&e, TableError::ParquetColumns { why, .. } if why == want), "{e:?}");
+        // JSON lines: a typed row without the workload fields.
+        let p = dir.path().join("old.jsonl");
+        let mut v = serde_json::to_value(typed(&sample()[0]).unwrap()).unwrap();
+        for c in header().into_iter().filter(|c| c.starts_with("workload_")) {
+            v.as_object_mut().unwrap().remove(c);
+        }
+        std::fs::write(&p, format!("{v}\n")).unwrap();
+        let e = read_table(&p).unwrap_err();
+        assert!(matches!(&e, TableError::Row { line: 1, source: RowError::Typed(ResultError::Fields { .. }), .. }), "{e:?}");
+        let cause = std::error::Error::source(&e).unwrap().to_string();
+        assert!(cause.contains("missing field `workload_"), "{cause}");
+        // Without bytes per packet alone (the one that may be null) too: absent is not null.
+        let mut v = serde_json::to_value(typed(&sample()[0]).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("workload_bytes_per_pkt");
+        std::fs::write(&p, format!("{v}\n")).unwrap();
+        let cause = std::error::Error::source(&read_table(&p).unwrap_err()).unwrap().to_string();
+        assert!(cause.contains("missing field `workload_bytes_per_pkt`"), "{cause}");
+    }
+
+    /// Bytes per packet is empty in CSV, null in JSON and Parquet, when there is none.
+    #[test]
+    fn a_missing_bytes_per_packet_is_empty_or_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let i = col("workload_bytes_per_pkt");
+        let p = dir.path().join("t.csv");
+        write_table(&p, &sample(), "abc").unwrap();
+        let lines: Vec<Vec<String>> = std::fs::read_to_string(&p).unwrap().lines().map(split_csv).collect();
+        assert_eq!((lines[1][i].as_str(), lines[2][i].as_str()), ("-3", ""));
+        let t = typed(&sample()[1]).unwrap();
+        assert_eq!(t.workload_bytes_per_pkt, None);
+        assert!(serde_json::to_value(&t).unwrap()["workload_bytes_per_pkt"].is_null());
+        let p = dir.path().join("t.parquet");
+        write_table(&p, &sample(), "abc").unwrap();
+        assert_eq!(read_table(&p).unwrap()[1][i], Value::Null);
+        // A null where the column cannot be one is refused before anything is written.
+        let mut bad = sample();
+        bad[0][col("cell")] = Value::Null;
+        let e = write_table(&p, &bad, "abc").unwrap_err();
+        assert!(matches!(&e, TableError::Write { source: WriteError::CellKind { row: 0, column: "cell" }, .. }), "{e:?}");
+        // A CSV field that is neither a number nor empty names what it should be.
+        let p = dir.path().join("t.csv");
+        let mut rows: Vec<String> = std::fs::read_to_string(&p).unwrap().lines().map(String::from).collect();
+        let mut cells = split_csv(&rows[1]);
+        cells[i] = "1460B".into();
+        rows[1] = csv_line(&cells);
+        std::fs::write(&p, rows.join("\n") + "\n").unwrap();
+        let e = read_table(&p).unwrap_err();
+        assert!(matches!(&e, TableError::Field { want: "an integer or empty", .. }), "{e:?}");
     }
 
     #[test]

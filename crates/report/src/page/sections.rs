@@ -429,8 +429,17 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
     }
     let variant_cols =
         ["lengths", "service", "seed", "replication", "apps", "closed_apps", "in_order", "batches", "queue_delay_tu"];
+    // A named workload's lengths are followed by its table's checksum: `lengths=w3 (fnv1a64:…)`.
     let variant = |r: &Vec<String>| {
-        variant_cols.iter().filter(|n| c(n).is_some()).map(|n| format!("{n}={}", get(r, n))).collect::<Vec<_>>().join(" ")
+        variant_cols
+            .iter()
+            .filter(|n| c(n).is_some())
+            .map(|n| match get(r, "workload_checksum") {
+                sum if *n == "lengths" && !sum.is_empty() => format!("{n}={} ({sum})", get(r, n)),
+                _ => format!("{n}={}", get(r, n)),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let mut levels: Vec<LevelRows> = Vec::new();
     let mut variants: Vec<String> = Vec::new();
@@ -500,6 +509,25 @@ fn table(t: &Table, kind: Kind, source: &str) -> Section {
     for v in &variants {
         facts.push(("parameters".into(), v.clone()));
     }
+    // Each named workload the cells drew lengths from, with how its table was read and where
+    // the table comes from (sweep tables record it in their `workload_*` columns).
+    let mut workloads: Vec<(String, String)> = Vec::new();
+    for r in t.rows.iter().filter(|r| !get(r, "workload_checksum").is_empty()) {
+        let bpp = get(r, "workload_bytes_per_pkt");
+        let how = format!(
+            "{} CDF{}; {}; {} @ {}",
+            get(r, "workload_reading"),
+            if bpp.is_empty() { String::new() } else { format!(", {bpp} B/packet") },
+            get(r, "workload_checksum"),
+            get(r, "workload_source"),
+            get(r, "workload_commit")
+        );
+        let w = (format!("workload {}", get(r, "lengths")), how);
+        if !workloads.contains(&w) {
+            workloads.push(w);
+        }
+    }
+    facts.extend(workloads);
     sec.push(Block::Facts(facts));
     sec.push(Block::Heading("Machine and placement granted".into()));
     sec.push(Block::Note("A table does not record the machine it ran on (the simulator's results do not depend on it).".into()));
@@ -1244,6 +1272,52 @@ fn rdma_share(v: &Value, source: &str) -> Section {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A sweep table's workload cells show the table's checksum in their heading and the
+    /// workload's reading, bytes per packet, checksum, source and commit in "What was run"; the
+    /// report's mix shows none.
+    #[test]
+    fn sweep_tables_name_their_workloads() {
+        let header = [
+            "sweep_id",
+            "cell",
+            "cells_total",
+            "traffic_pct",
+            "lengths",
+            "workload_reading",
+            "workload_bytes_per_pkt",
+            "workload_checksum",
+            "workload_source",
+            "workload_commit",
+            "strategy",
+            "len_pkts",
+            "msgs",
+            "mean_lat_tu",
+        ];
+        let row = |cell: &str, lengths: &str, w: [&str; 5], len: &str| {
+            let mut r = vec!["s", cell, "2", "50", lengths];
+            r.extend(w);
+            r.extend(["FIFO", len, "10", "2.5"]);
+            r.into_iter().map(String::from).collect::<Vec<_>>()
+        };
+        let w3 = ["step", "1460", "fnv1a64:00ff", "github.com/x/y/w3.txt", "abc123"];
+        let t = Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: vec![
+                row("0", "report", [""; 5], "1"),
+                row("0", "report", [""; 5], "0"),
+                row("1", "w3", w3, "100"),
+                row("1", "w3", w3, "0"),
+            ],
+        };
+        let sec = table(&t, Kind::Sweep, "t.csv");
+        let facts: Vec<(String, String)> =
+            sec.blocks.iter().filter_map(|b| if let Block::Facts(f) = b { Some(f.clone()) } else { None }).flatten().collect();
+        let fact = |name: &str| facts.iter().filter(|f| f.0 == name).map(|f| f.1.as_str()).collect::<Vec<_>>();
+        assert_eq!(fact("workload w3"), ["step CDF, 1460 B/packet; fnv1a64:00ff; github.com/x/y/w3.txt @ abc123"]);
+        assert!(fact("workload report").is_empty());
+        assert_eq!(fact("parameters"), ["lengths=report", "lengths=w3 (fnv1a64:00ff)"]);
+    }
 
     #[test]
     fn numbers_read_well() {

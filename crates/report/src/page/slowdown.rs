@@ -145,7 +145,12 @@ pub fn from_table(t: &Table, sweep: bool) -> Vec<Level> {
         }
         let first = rows[0];
         let lengths = get(first, "lengths");
-        let what = if lengths.is_empty() { String::new() } else { format!("{lengths}, ") };
+        // A named workload's table is named by its checksum too (sweep tables record it).
+        let what = match get(first, "workload_checksum") {
+            _ if lengths.is_empty() => String::new(),
+            sum if sum.is_empty() => format!("{lengths}, "),
+            sum => format!("{lengths} ({sum}), "),
+        };
         let cell = if sweep { format!(" (cell {key})") } else { String::new() };
         out.push(Level { caption: format!("{what}{}% load{cell}", fmt_tick(getf(first, "traffic_pct"))), strategies });
     }
@@ -308,21 +313,22 @@ mod tests {
 
     #[test]
     fn sweep_rows_get_cumulative_percentiles() {
-        let h = ["sweep_id", "cell", "traffic_pct", "lengths", "strategy", "len_pkts", "msgs", "eff_period_tu"];
+        let h =
+            ["sweep_id", "cell", "traffic_pct", "lengths", "workload_checksum", "strategy", "len_pkts", "msgs", "eff_period_tu"];
         let t = table(
             &h,
             &[
-                &["s", "0", "50", "report", "FIFO", "5", "90", "2"],
-                &["s", "0", "50", "report", "FIFO", "20", "10", "1.2"],
-                &["s", "1", "80", "w4", "FIFO", "1", "30", "20"],
-                &["s", "1", "80", "w4", "FIFO", "9", "60", "5"],
-                &["s", "1", "80", "w4", "FIFO", "6850", "10", "1.1"],
-                &["s", "1", "80", "w4", "FIFO", "0", "100", "3"],
+                &["s", "0", "50", "report", "", "FIFO", "5", "90", "2"],
+                &["s", "0", "50", "report", "", "FIFO", "20", "10", "1.2"],
+                &["s", "1", "80", "w4", "fnv1a64:0123", "FIFO", "1", "30", "20"],
+                &["s", "1", "80", "w4", "fnv1a64:0123", "FIFO", "9", "60", "5"],
+                &["s", "1", "80", "w4", "fnv1a64:0123", "FIFO", "6850", "10", "1.1"],
+                &["s", "1", "80", "w4", "fnv1a64:0123", "FIFO", "0", "100", "3"],
             ],
         );
         let l = from_table(&t, true);
         assert_eq!(l.len(), 1, "the report's mix (20 packets at most) has no slowdown figure");
-        assert_eq!(l[0].caption, "w4, 80% load (cell 1)");
+        assert_eq!(l[0].caption, "w4 (fnv1a64:0123), 80% load (cell 1)");
         let pct: Vec<f64> = l[0].strategies[0].1.iter().map(|p| p.pct).collect();
         assert_eq!(pct, vec![30.0, 90.0, 100.0]);
         assert!(l[0].strategies[0].1.iter().all(|p| p.p99.is_none()));

@@ -35,6 +35,20 @@ pub struct SweepRow {
     #[serde(deserialize_with = "super::nan_or_number")]
     #[schemars(with = "super::NullableF64")]
     pub mean_len_pkts: f64,
+    /// For lengths drawn from a named workload (`schedlab workloads`), how its table was read:
+    /// `step` or `interp` (empty for other lengths).
+    pub workload_reading: String,
+    /// The workload's payload bytes per packet (byte tables; `null` for tables in packets and for
+    /// other lengths).
+    #[serde(deserialize_with = "int_or_null")]
+    #[schemars(with = "NullableI64")]
+    pub workload_bytes_per_pkt: Option<i64>,
+    /// The workload table's checksum, `fnv1a64:` and 16 hex digits (empty for other lengths).
+    pub workload_checksum: String,
+    /// Where the workload table comes from: repository and path (empty for other lengths).
+    pub workload_source: String,
+    /// The source repository's commit the table was taken at (empty for other lengths).
+    pub workload_commit: String,
     /// The service-time model (`report`).
     pub service: String,
     /// Arrival packets simulated.
@@ -111,13 +125,18 @@ pub struct SweepRow {
 
 impl SweepRow {
     /// The table's columns, in order (the CSV header; the tag is not a column).
-    pub const COLUMNS: [&'static str; 31] = [
+    pub const COLUMNS: [&'static str; 36] = [
         "sweep_id",
         "cell",
         "cells_total",
         "traffic_pct",
         "lengths",
         "mean_len_pkts",
+        "workload_reading",
+        "workload_bytes_per_pkt",
+        "workload_checksum",
+        "workload_source",
+        "workload_commit",
         "service",
         "packets",
         "seed",
@@ -144,6 +163,27 @@ impl SweepRow {
         "sim_time_tu",
         "schedlab_version",
     ];
+}
+
+/// Reads an integer or `null`, and (unlike a plain `Option`) refuses a row without the field: a
+/// row written before the column existed is not read as a row of lengths that are no workload.
+fn int_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Option::<i64>::deserialize(d)
+}
+
+/// The schema of an integer that is always present and may be `null`.
+struct NullableI64;
+
+impl JsonSchema for NullableI64 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NullableI64".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": ["integer", "null"], "format": "int64"})
+    }
 }
 
 impl super::Kind for SweepRow {
