@@ -11,6 +11,7 @@ use schedlab_echo::client::{self, BurstConfig};
 use schedlab_echo::server::{Mode, Server, ServerConfig};
 use schedlab_echo::Size;
 use schedlab_report::machine::{online_cpus, ThreadInfo};
+use schedlab_report::testkit::drop_root_in_this_thread;
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -59,19 +60,6 @@ fn each_connection_records_the_mask_its_serving_thread_had() {
         let c = &rep.connections[0];
         assert_eq!((c.allowed_cpus.clone(), c.cpu, c.pin_error.clone()), (vec![cpu], cpu as i32, None), "{mode}: {c:?}");
     }
-}
-
-/// Drops root for the calling thread only (the raw system call changes one thread's credentials;
-/// threads it starts inherit them). False when it was not root.
-fn drop_root_in_this_thread() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return false;
-    }
-    // SAFETY: plain system call on the calling thread's credentials.
-    let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
-    assert_eq!(rc, 0, "setresuid: {}", std::io::Error::last_os_error());
-    true
 }
 
 #[test]

@@ -3,25 +3,7 @@
 
 use schedlab_prims::place::{apply, Gate, RtRequest, ThreadRequest};
 use schedlab_report::machine::SchedPolicy;
-
-/// Drops root for the calling thread only (the raw system call changes one thread's credentials).
-fn drop_root_in_this_thread() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        // SAFETY: plain system call on the calling thread's credentials.
-        let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
-        assert_eq!(rc, 0, "setresuid: {}", std::io::Error::last_os_error());
-    }
-}
-
-fn rtprio_limit() -> u64 {
-    // SAFETY: rlimit is plain data, getrlimit writes it.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        assert_eq!(libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r), 0);
-        r.rlim_cur
-    }
-}
+use schedlab_report::testkit::{drop_root_in_this_thread, rtprio_limit};
 
 fn fifo(priority: i32) -> ThreadRequest {
     ThreadRequest { role: "marco 0".into(), cpu: None, rt: Some(RtRequest { round_robin: false, priority }) }

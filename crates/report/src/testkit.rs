@@ -76,3 +76,30 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Drops root for the calling thread only, for a test that needs an unprivileged thread in a
+/// process run as root: the raw `setresuid` system call changes one thread's credentials (glibc's
+/// `setresuid` would change every thread of the process), threads it starts inherit them, and
+/// leaving uid 0 clears the thread's capabilities (`CAP_SYS_NICE`, `CAP_NET_ADMIN`). Returns false,
+/// changing nothing, when the thread was not root.
+pub fn drop_root_in_this_thread() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return false;
+    }
+    // SAFETY: a plain system call on the calling thread's credentials.
+    let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+    assert_eq!(rc, 0, "setresuid: {}", std::io::Error::last_os_error());
+    true
+}
+
+/// The calling process's soft `RLIMIT_RTPRIO`: the highest SCHED_FIFO priority it may take
+/// without `CAP_SYS_NICE`.
+pub fn rtprio_limit() -> u64 {
+    // SAFETY: rlimit is plain data; getrlimit writes it.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        assert_eq!(libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r), 0);
+        r.rlim_cur
+    }
+}

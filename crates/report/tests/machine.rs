@@ -2,6 +2,7 @@
 //! machine facts do not depend on which thread collects them.
 
 use schedlab_report::machine::{online_cpus, pin_current_thread, set_realtime, MachineInfo, SchedPolicy, ThreadInfo};
+use schedlab_report::testkit::{drop_root_in_this_thread, rtprio_limit};
 
 /// CPUs online according to the kernel (`/sys/devices/system/cpu/online`), counted here
 /// independently of `machine`: `0-1`, `0,2-3`.
@@ -14,29 +15,6 @@ fn cpus_online_per_sysfs() -> usize {
             None => 1,
         })
         .sum()
-}
-
-/// Drops root for the calling thread only (the raw system call changes one thread's credentials;
-/// glibc's `setresuid` would change every thread of the test process). Leaving uid 0 clears the
-/// thread's capabilities, so `CAP_SYS_NICE` is gone. False when the thread was not root.
-fn drop_root_in_this_thread() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return false;
-    }
-    // SAFETY: plain system call on the calling thread's credentials.
-    let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
-    assert_eq!(rc, 0, "setresuid: {}", std::io::Error::last_os_error());
-    true
-}
-
-fn rtprio_limit() -> u64 {
-    // SAFETY: rlimit is plain data, getrlimit writes it.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        assert_eq!(libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r), 0);
-        r.rlim_cur
-    }
 }
 
 #[test]
