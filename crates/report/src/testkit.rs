@@ -56,27 +56,6 @@ macro_rules! skip {
     }};
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_skip_appends_one_line_naming_the_test() {
-        let dir = std::env::temp_dir().join(format!("schedlab-skip-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("skips.log");
-        let _ = std::fs::remove_file(&log);
-        // Through skip_to, not the environment, which other tests in this process share.
-        skip_to(Some(&log), "a::b", "no root");
-        skip_to(Some(&log), "a::c", "two\nlines\tand a tab");
-        let text = std::fs::read_to_string(&log).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines, ["SKIP\ta::b\tno root", "SKIP\ta::c\ttwo lines and a tab"]);
-        assert!(current_test().contains("a_skip_appends_one_line_naming_the_test"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
 /// Drops root for the calling thread only, for a test that needs an unprivileged thread in a
 /// process run as root: the raw `setresuid` system call changes one thread's credentials (glibc's
 /// `setresuid` would change every thread of the process), threads it starts inherit them, and
@@ -101,5 +80,26 @@ pub fn rtprio_limit() -> u64 {
         let mut r: libc::rlimit = std::mem::zeroed();
         assert_eq!(libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r), 0);
         r.rlim_cur
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skip_appends_one_line_naming_the_test() {
+        let dir = std::env::temp_dir().join(format!("schedlab-skip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("skips.log");
+        let _ = std::fs::remove_file(&log);
+        // Through skip_to, not the environment, which other tests in this process share.
+        skip_to(Some(&log), "a::b", "no root");
+        skip_to(Some(&log), "a::c", "two\nlines\tand a tab");
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, ["SKIP\ta::b\tno root", "SKIP\ta::c\ttwo lines and a tab"]);
+        assert!(current_test().contains("a_skip_appends_one_line_naming_the_test"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
