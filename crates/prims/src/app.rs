@@ -103,14 +103,7 @@ fn print_degraded(lines: &[String]) {
 }
 
 fn got_line(t: &ThreadGot) -> String {
-    format!(
-        "# {}: CPU {} (allowed {:?}), {} priority {}",
-        t.requested.role,
-        t.got.cpu,
-        t.got.allowed_cpus,
-        t.got.policy.name(),
-        t.got.priority
-    )
+    format!("# {}: CPU {} (allowed {:?}), {}", t.requested.role, t.got.cpu, t.got.allowed_cpus, t.got.policy_text())
 }
 
 fn pcts(s: &Summary, unit: &str) -> String {

@@ -271,7 +271,13 @@ pub struct ThreadInfo {
     /// CPUs it may run on.
     pub allowed_cpus: Vec<usize>,
     pub policy: SchedPolicy,
+    /// The real-time priority (`sched_getparam`): 0 under SCHED_OTHER, BATCH and IDLE.
     pub priority: i32,
+    /// The thread's nice value (`getpriority` on its thread id), which is what orders SCHED_OTHER
+    /// and SCHED_BATCH threads (a run under `nice -n 19` has 19 here and priority 0). Absent in
+    /// files written before it was recorded, or when it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
 }
 
 impl ThreadInfo {
@@ -284,12 +290,31 @@ impl ThreadInfo {
             let pol = libc::sched_getscheduler(0);
             let mut param: libc::sched_param = std::mem::zeroed();
             libc::sched_getparam(0, &mut param);
+            // getpriority returns -1 both as a nice value and on failure: errno tells them apart.
+            *libc::__errno_location() = 0;
+            let nice = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
+            let nice = (nice != -1 || *libc::__errno_location() == 0).then_some(nice);
             ThreadInfo {
                 tid,
                 cpu,
                 allowed_cpus: online_cpus(),
                 policy: SchedPolicy::from_raw(pol),
                 priority: param.sched_priority,
+                nice,
+            }
+        }
+    }
+
+    /// The policy as people read it: `SCHED_FIFO priority 50`, or `SCHED_OTHER nice 19` for the
+    /// policies ordered by nice (`nice ?` when it was not recorded).
+    pub fn policy_text(&self) -> String {
+        match self.policy {
+            SchedPolicy::SchedFifo | SchedPolicy::SchedRr | SchedPolicy::SchedDeadline | SchedPolicy::Unknown => {
+                format!("{} priority {}", self.policy.name(), self.priority)
+            }
+            SchedPolicy::SchedOther | SchedPolicy::SchedBatch | SchedPolicy::SchedIdle => {
+                let nice = self.nice.map_or_else(|| "?".to_string(), |n| n.to_string());
+                format!("{} nice {nice}", self.policy.name())
             }
         }
     }

@@ -115,3 +115,32 @@ fn a_guest_without_dmi_is_named_by_its_cpuid_signature() {
     assert_eq!(classify_virt("", "", None, X86_GUEST, None), "unknown hypervisor (cpu flag 'hypervisor' set)");
     assert_eq!(classify_virt("", "", None, "", None), "unknown");
 }
+
+/// The nice value is read back per thread: a thread that raises its own nice to 7 (always allowed)
+/// records 7, and says so in its policy text, while the thread that started it keeps its own.
+#[test]
+fn a_threads_nice_is_read_back() {
+    let before = ThreadInfo::current();
+    let t = std::thread::spawn(|| {
+        // SAFETY: gettid has no preconditions; setpriority on the calling thread's own id.
+        let rc = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 7)
+        };
+        assert_eq!(rc, 0, "setpriority: {}", std::io::Error::last_os_error());
+        ThreadInfo::current()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(t.nice, Some(7), "{t:?}");
+    assert_eq!(t.policy_text(), "SCHED_OTHER nice 7");
+    assert_eq!(ThreadInfo::current().nice, before.nice, "the spawning thread keeps its nice");
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(json["nice"], 7, "{json}");
+    // A file written before the field existed still reads.
+    let mut old = json.clone();
+    old.as_object_mut().unwrap().remove("nice");
+    let back: ThreadInfo = serde_json::from_value(old).unwrap();
+    assert_eq!(back.nice, None);
+    assert_eq!(back.policy_text(), "SCHED_OTHER nice ?");
+}

@@ -178,7 +178,7 @@ pub fn text(rep: &Report) -> String {
     let placement = match (&rep.scheduler_thread, &rep.scheduler_pin_error) {
         (_, Some(e)) => format!("NOT pinned ({e})"),
         (Some(t), None) => {
-            format!("ran on cpu {} (allowed {:?}), {} prio {}", t.cpu, t.allowed_cpus, t.policy.name(), t.priority)
+            format!("ran on cpu {} (allowed {:?}), {}", t.cpu, t.allowed_cpus, t.policy_text())
         }
         (None, None) => "unknown".into(),
     };
