@@ -324,7 +324,8 @@ impl Conn {
         let congestion = sys::congestion(fd).unwrap_or_default();
         let busy_poll_us = match cfg.busy_poll_us {
             Some(us) => Some(
-                sys::set_busy_poll(fd, us).ctx(|| format!("setting SO_BUSY_POLL={us}us (needs CAP_NET_ADMIN: run as root)"))?,
+                sys::set_busy_poll(fd, us)
+                    .ctx(|| format!("setting SO_BUSY_POLL={us}us (some kernels let only CAP_NET_ADMIN raise it: run as root)"))?,
             ),
             None => None,
         };

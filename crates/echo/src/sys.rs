@@ -44,7 +44,8 @@ pub fn busy_poll(fd: RawFd) -> io::Result<u32> {
     get_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL).map(|v| v as u32)
 }
 
-/// Sets `SO_BUSY_POLL` to `us` microseconds (raising it needs CAP_NET_ADMIN) and reads it back.
+/// Sets `SO_BUSY_POLL` to `us` microseconds (raising it needs CAP_NET_ADMIN on some kernels; 6.18
+/// lets any thread) and reads it back.
 pub fn set_busy_poll(fd: RawFd, us: u32) -> io::Result<u32> {
     set_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, us.min(i32::MAX as u32) as libc::c_int)?;
     get_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL).map(|v| v as u32)
