@@ -129,6 +129,27 @@ fn theory_beside_fifo_at_90_percent() {
     assert!(theory.starts_with("FIFO (theory)\t48.34\t48.90\t"), "{theory}");
 }
 
+/// A cell with no half-width (its length occurred in one batch only) has theory beside it but no
+/// verdict: `flagged` is absent in JSON and the text marks it `?`, not `*` (it read as a
+/// disagreement before). 600 packets, seed 11: the 0.05% length of 50 arrives once.
+#[test]
+fn a_cell_without_a_half_width_is_undetermined() {
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("rare.dist");
+    std::fs::write(&dist, "1 1 99.95\n50 50 0.05\n").unwrap();
+    let (text, _, doc) =
+        run_json(&["sim", "-t", "50", "-a", "FIFO", "--packets", "600", "--seed", "11", "--dist", dist.to_str().unwrap()]);
+    let cells = doc["statistics"][0]["strategies"][0]["cells"].as_array().unwrap();
+    let rare = cells.iter().find(|c| c["len"] == 50).unwrap_or_else(|| panic!("{cells:?}"));
+    assert!(rare["ci95"].is_null() && rare["analytic"].is_number(), "{rare}");
+    assert!(rare.get("flagged").is_none(), "no half-width, no verdict: {rare}");
+    let common = cells.iter().find(|c| c["len"] == 1).unwrap();
+    assert!(common["flagged"].is_boolean(), "{common}");
+    let row = text.lines().find(|l| l.starts_with("FIFO\t") && l.contains("±n/a")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("±n/a?") && !row.contains("±n/a*"), "{row}");
+    assert!(text.contains("? = no half-width to judge by"), "{text}");
+}
+
 /// Done-when 3: 99.9% on a short run warns on stderr and in JSON (here 2M packets, far below
 /// what the load needs, like 20M); 50% with 5M packets does not (only FIFO: qlen, which the
 /// warnings read, is the same for every set of strategies on the shared path).

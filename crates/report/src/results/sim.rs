@@ -363,7 +363,8 @@ pub struct Cell {
     /// Queueing theory's value, when the model has a closed form for this cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytic: Option<f64>,
-    /// The simulated value differs from `analytic` by more than `ci95`.
+    /// The simulated value differs from `analytic` by more than `ci95`; absent (undetermined)
+    /// when there is no analytic value or no half-width to judge by (too few batches or messages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flagged: Option<bool>,
 }

@@ -72,7 +72,8 @@ pub struct Cell {
     /// Queueing theory's value, when the model has a closed form for this cell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analytic: Option<f64>,
-    /// The simulated value differs from `analytic` by more than `ci95`.
+    /// The simulated value differs from `analytic` by more than `ci95`; absent (undetermined)
+    /// when there is no analytic value or no half-width to judge by (too few batches or messages).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flagged: Option<bool>,
 }
@@ -163,9 +164,8 @@ fn combine(len: u32, per: Vec<Option<(f64, f64)>>) -> Cell {
 
 fn set_theory(c: &mut Cell, value: f64) {
     c.analytic = Some(value);
-    // NaN (no half-width) counts as flagged.
-    let within = (c.mean - value).abs() <= c.ci95;
-    c.flagged = Some(!within);
+    // No half-width (NaN: too few batches or messages): undetermined, neither agreeing nor not.
+    c.flagged = c.ci95.is_finite().then(|| (c.mean - value).abs() > c.ci95);
 }
 
 /// Arrival packets per batch, as the engine cut them.
@@ -413,11 +413,15 @@ impl LevelStats {
         if let (false, Some(th)) = (brief, &self.theory) {
             let _ = writeln!(
                 s,
-                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy; RR: round robin, SF: SRPT, both at packet granularity): simulated ± 95% half-width and the analytic value under it, * = differs from theory by more than its half-width, traffic {t}%:",
+                "\nQueueing theory beside the model (M^X/G/1, ρ = {}; qlen holds for every strategy; RR: round robin, SF: SRPT, both at packet granularity): simulated ± 95% half-width and the analytic value under it, * = differs from theory by more than its half-width, ? = no half-width to judge by, traffic {t}%:",
                 fmt_g(th.rho)
             );
             let _ = writeln!(s, "{}", self.header(""));
-            let flag = |c: &Cell| if c.flagged == Some(true) { "*" } else { "" };
+            let flag = |c: &Cell| match (c.analytic, c.flagged) {
+                (_, Some(true)) => "*",
+                (Some(_), None) => "?",
+                _ => "",
+            };
             // FIFO first, then RR and SF where they ran: the simulated row and the analytic one
             // under it; qlen (the same for every strategy) in the first of them.
             let mut any = false;
