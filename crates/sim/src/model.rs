@@ -163,6 +163,17 @@ impl LengthDist {
         };
         // A table in packets (W5, pFabric) refuses a value: it has nothing to cut.
         let bpp = w.bytes_per_packet(bytes_per_packet).map_err(|e| ModelError::Other(format!("--bytes-per-packet: {e}")))?;
+        Self::of_workload(&w, reading, bpp)
+    }
+
+    /// The named workload `w` read with `reading` and, for a byte table, cut at `bpp` payload
+    /// bytes per packet (ignored for a table in packets): the parts, already checked, that
+    /// `schedlab_workload::parse_named` returns for `NAME[:READING[:BYTES_PER_PACKET]]`.
+    pub fn of_workload(
+        w: &schedlab_workload::Workload,
+        reading: schedlab_workload::Reading,
+        bpp: u32,
+    ) -> Result<Self, ModelError> {
         let parts = w.packet_ranges(reading, bpp);
         if let Some(r) = parts.iter().find(|r| r.high > MAX_LEN) {
             return Err(ModelError::TooLong { got: i64::from(r.high), max: MAX_LEN });

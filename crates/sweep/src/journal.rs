@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::table::{column_diff, header, Row, COLUMNS};
+use crate::table::{column_diff, header, row_fits, Row};
 
 /// Why a journal could not be opened, resumed or appended to. Each variant names the journal;
 /// the underlying error (I/O, JSON) is its [`source`](std::error::Error::source), which the
@@ -136,7 +136,7 @@ impl Journal {
                     first = false;
                 } else {
                     let Ok(e) = serde_json::from_slice::<Entry>(line) else { break };
-                    if !e.rows.iter().all(|r| r.len() == COLUMNS.len() && r.iter().zip(COLUMNS).all(|(v, (_, k))| v.fits(k))) {
+                    if !e.rows.iter().all(row_fits) {
                         return Err(JournalError::BadRow { path: at(), line: lineno, cell: e.cell });
                     }
                     done.insert(e.cell, e.rows);
@@ -197,7 +197,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{Kind, Value};
+    use crate::table::{Kind, Value, COLUMNS};
 
     /// A row of the table whose integers are `x` and floats `f`.
     fn row(x: i64, f: f64) -> Row {

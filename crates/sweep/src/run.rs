@@ -276,7 +276,7 @@ mod tests {
     /// checksum, source, commit); rows of other lengths leave those columns empty.
     #[test]
     fn rows_record_the_workload_they_were_drawn_from() {
-        use crate::table::{col, COLUMNS};
+        use crate::table::{col, row_fits};
         let s = Sweep::parse(
             "traffic = [50]\npackets = 3000\nstrategies = [\"RR\"]\nlengths = [\"w3:interp:1442\", \"report\", \"w5\"]\n",
             "s.toml",
@@ -289,7 +289,7 @@ mod tests {
         let rows = run_cell(&s.cells[0], &ctl).unwrap().unwrap();
         assert!(rows.len() > 1);
         for r in &rows {
-            assert!(r.len() == COLUMNS.len() && r.iter().zip(COLUMNS).all(|(v, (_, k))| v.fits(k)), "{r:?}");
+            assert!(row_fits(r), "{r:?}");
             assert_eq!(r[col("lengths")], Value::Str("w3:interp:1442".into()));
             assert_eq!(r[col("workload_reading")], Value::Str("interp".into()));
             assert_eq!(r[col("workload_bytes_per_pkt")], Value::Int(1442));

@@ -68,8 +68,7 @@ pub struct Dist {
 /// `w5:step:1442`, is refused, not ignored).
 pub fn workload_dist(spec: &str) -> Result<LengthDist, String> {
     let (w, reading, bpp) = schedlab_workload::parse_named(spec).map_err(|e| format!("'{spec}': {e}"))?;
-    let bpp = (w.unit == schedlab_workload::Unit::Bytes).then_some(u64::from(bpp));
-    LengthDist::workload(w.name, Some(reading.name()), bpp).map_err(|e| format!("'{spec}': {e}"))
+    LengthDist::of_workload(&w, reading, bpp).map_err(|e| format!("'{spec}': {e}"))
 }
 
 impl Dist {

@@ -311,6 +311,11 @@ pub fn write_table(path: &Path, rows: &[Row], sweep_id: &str) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|source| TableError::Rename { from: tmp, to: path.to_path_buf(), source })
 }
 
+/// Whether `r` has one value per column, each of its column's kind.
+pub fn row_fits(r: &Row) -> bool {
+    r.len() == COLUMNS.len() && r.iter().zip(COLUMNS).all(|(v, (_, kind))| v.fits(kind))
+}
+
 /// Checks that row `row` (0-based) has one value per column, each of its column's kind.
 fn check_row(row: usize, r: &Row) -> Result<(), WriteError> {
     if r.len() != COLUMNS.len() {

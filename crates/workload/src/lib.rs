@@ -135,7 +135,11 @@ impl Gpd {
 
     /// The continuous `X` for u in (from, 1), before rounding.
     pub fn quantile(&self, u: f64) -> f64 {
-        self.offset + (((1.0 - self.from) / (1.0 - u)).powf(self.shape) - 1.0) * self.scale / self.shape
+        self.beyond(1.0 - u)
+    }
+    /// The continuous `X` with `P(X > x)` = `p` over the whole distribution, for p in (0, 1 − from).
+    fn beyond(&self, p: f64) -> f64 {
+        self.offset + (((1.0 - self.from) / p).powf(self.shape) - 1.0) * self.scale / self.shape
     }
     /// The size for u in (from, 1], as HomaSimulation draws it: `X` rounded to whole bytes (half
     /// away from zero, C's `round`) and capped at [`Gpd::CAP`] (so u = 1 is the cap).
@@ -551,10 +555,7 @@ impl Workload {
     pub fn max_size(&self) -> f64 {
         match self.tail {
             // X with P(X > x) = 1e-12 (not size(1 − 1e-12): 1 − 1e-12 is a double 6.6e-5 away).
-            Some(t) => {
-                let x = t.offset + (((1.0 - t.from) / 1e-12).powf(t.shape) - 1.0) * t.scale / t.shape;
-                x.round().min(Gpd::CAP)
-            }
+            Some(t) => t.beyond(1e-12).round().min(Gpd::CAP),
             None => *self.sizes.last().expect("at least one point"),
         }
     }
@@ -829,8 +830,6 @@ mod tests {
         }
     }
 
-    /// Packet tables keep their mean in packets (interpolated: rounding to the nearest packet
-    /// is unbiased); byte tables in packets are at least bytes/1460 and less than that + 1.
     /// The stated means the listing prints (the headers' text) are the ones the crate holds.
     #[test]
     fn stated_means_are_the_headers() {
@@ -855,6 +854,8 @@ mod tests {
         );
     }
 
+    /// Packet tables keep their mean in packets (interpolated: rounding to the nearest packet
+    /// is unbiased); byte tables in packets are at least bytes/1460 and less than that + 1.
     #[test]
     fn packet_means() {
         for w in all() {
