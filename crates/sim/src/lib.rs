@@ -7,7 +7,7 @@
 //!
 //! Layers: [`replay`] (one recorded trace through one policy, deterministic service),
 //! [`model`] (validated inputs: length distributions, strategies, traces),
-//! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`output`] (the report's tables, `>>` lines, JSON,
+//! [`engine`] (the event loop and statistics), [`expo`] (ziggurat exponential variates), [`wyrand`] (the per-packet service stream's generator), [`output`] (the report's tables, `>>` lines, JSON,
 //! CSV), [`plot`] (Figures 1–4 as SVG), [`bench`](mod@bench) (throughput benchmark), [`cli`] (`schedlab sim`'s argv into a plan), [`app`] (the commands' flow: run, print, write, exit code).
 //!
 //! The library face is [`job`]: a [`job::Config`], [`job::run`] returning [`job::SimResults`],
@@ -30,6 +30,7 @@ pub mod replay;
 pub mod replicate;
 pub mod stats;
 pub mod theory;
+pub mod wyrand;
 
 pub use engine::{run, Arrivals, Control, RunResult, SimConfig};
 pub use model::{LengthDist, Strategy};

@@ -12,6 +12,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::{Arrivals, Control, Kind, Msg, SimConfig};
 use crate::expo::Ziggurat;
 use crate::model::{LengthTable, Service, TraceArrival};
+use crate::wyrand::WyRand;
 use schedlab_report::LogHist;
 
 /// One step of the shared sample path. Packet starts are not steps of their own: `before` says
@@ -71,7 +72,7 @@ impl Ord for OrdF64 {
 impl Service {
     /// One packet's service time, from the service stream (the deterministic model draws nothing).
     #[inline(always)]
-    fn draw(self, zig: &Ziggurat, rng: &mut Xoshiro256PlusPlus) -> f64 {
+    fn draw(self, zig: &Ziggurat, rng: &mut WyRand) -> f64 {
         match self {
             Service::Report => 0.5 + 0.5 * zig.sample(rng),
             Service::Det => 1.0,
@@ -88,13 +89,7 @@ impl Service {
 /// `Vec`'s length, the state behind a reference) each put a store-to-load round trip on every
 /// packet's chain.
 #[inline(always)]
-fn take_run(
-    zig: &Ziggurat,
-    service: &mut Xoshiro256PlusPlus,
-    room: &mut [MaybeUninit<f64>],
-    mut t: f64,
-    limit: f64,
-) -> (usize, f64) {
+fn take_run(zig: &Ziggurat, service: &mut WyRand, room: &mut [MaybeUninit<f64>], mut t: f64, limit: f64) -> (usize, f64) {
     let mut rng = service.clone();
     let mut k = 0;
     while k < room.len() && t < limit {
@@ -110,14 +105,16 @@ fn take_run(
 struct Rngs {
     arrival: Xoshiro256PlusPlus,
     pub(super) length: Xoshiro256PlusPlus,
-    pub(super) service: Xoshiro256PlusPlus,
+    /// Drawn once per packet: wyrand, the cheapest good generator (see [`crate::wyrand`]).
+    pub(super) service: WyRand,
     misc: Xoshiro256PlusPlus,
 }
 
 impl Rngs {
     pub(super) fn new(seed: u64) -> Self {
         let s = |k: u64| Xoshiro256PlusPlus::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
-        Rngs { arrival: s(1), length: s(2), service: s(3), misc: s(4) }
+        let service = WyRand::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 3);
+        Rngs { arrival: s(1), length: s(2), service, misc: s(4) }
     }
 }
 
