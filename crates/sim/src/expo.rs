@@ -25,16 +25,19 @@ const R: f64 = 9.256_164_544_265_543;
 const V: f64 = 0.000_979_678_990_662_020_9;
 const SCALE: f64 = 1.0 / (1u64 << 53) as f64;
 
-/// Strip tables: `x[i]` is the right edge of strip `i` (`x[0]` the base's effective width,
+/// Strip tables: `x[i]` is the right edge of strip `i` (kept halved, as `half_x`; `x[0]` the base's effective width,
 /// `x[1] = R`, decreasing to `x[STRIPS] = 0`), `f[i] = e^-x[i]`.
 #[derive(Clone, Debug)]
 pub struct Ziggurat {
-    x: [f64; STRIPS + 1],
     f: [f64; STRIPS + 1],
-    /// `x[i] * 2^-53`: the position's scale folded into the edge. Scaling by a power of two is
-    /// exact, so `pos * scaled[i]` rounds the same real number as `pos * 2^-53 * x[i]` (bit for
-    /// bit the same draws) with one multiplication fewer per draw.
-    scaled: [f64; STRIPS + 1],
+    /// The fast path's two tables, both halved: `half_scaled[i] = x[i] * 2^-54` (the position's
+    /// scale folded into the edge) and `half_x[i] = x[i] / 2`. Scaling by a power of two is exact,
+    /// so `pos * half_scaled[i]` is exactly half of `pos * 2^-53 * x[i]` rounded, and comparing it
+    /// with `half_x[i + 1]` decides as comparing the whole with `x[i + 1]`: the fast path yields
+    /// X/2 for the draw X with no multiplication, which the report's service time 0.5 + 0.5·X
+    /// wants, and [`Ziggurat::sample`] doubles it back (exactly) for everything else.
+    half_scaled: [f64; STRIPS + 1],
+    half_x: [f64; STRIPS + 1],
     /// Per strip `i` in 1..STRIPS, the bounds that decide most wedge tests without `exp` (see
     /// [`Wedge`]); entry 0 is unused (strip 0's slow path is the tail).
     wedge: [Wedge; STRIPS],
@@ -119,31 +122,38 @@ impl Ziggurat {
         }
         x[STRIPS] = 0.0;
         f[STRIPS] = 1.0;
-        let scaled = x.map(|e| e * SCALE);
+        let half_scaled = x.map(|e| e * (0.5 * SCALE));
+        let half_x = x.map(|e| 0.5 * e);
         let mut wedge = [Wedge::default(); STRIPS];
         for i in 1..STRIPS {
             wedge[i] = Wedge::new(x[i + 1], x[i]);
         }
-        Ziggurat { x, f, scaled, wedge }
+        Ziggurat { f, half_scaled, half_x, wedge }
     }
 
     /// One Exp(1) variate.
     #[inline(always)]
     pub fn sample<G: RngCore + Clone>(&self, rng: &mut G) -> f64 {
+        2.0 * self.sample_half(rng)
+    }
+
+    /// Half of one Exp(1) variate, exactly: the same draw as [`Ziggurat::sample`], halved.
+    #[inline(always)]
+    pub fn sample_half<G: RngCore + Clone>(&self, rng: &mut G) -> f64 {
         loop {
             let bits = rng.next_u64();
             let i = (bits & (STRIPS as u64 - 1)) as usize;
-            let x = (bits >> 11) as f64 * self.scaled[i];
-            if x < self.x[i + 1] {
-                return x;
+            let h = (bits >> 11) as f64 * self.half_scaled[i];
+            if h < self.half_x[i + 1] {
+                return h;
             }
             // The rare slow path takes the random state by value and hands it back: the state
             // never has its address taken, so a caller's loop keeps it in registers (through
             // memory, it put a store-to-load round trip on every draw's chain).
-            let (v, next) = self.slow(rng.clone(), i, x);
+            let (v, next) = self.slow(rng.clone(), i, 2.0 * h);
             *rng = next;
             if let Some(v) = v {
-                return v;
+                return 0.5 * v;
             }
         }
     }
@@ -184,6 +194,12 @@ impl Ziggurat {
     }
 
     /// The wedge test by `exp` alone (the reference for [`Ziggurat::under`]).
+    /// `x[i]`, the right edge of strip `i`.
+    #[cfg(test)]
+    fn x(&self, i: usize) -> f64 {
+        2.0 * self.half_x[i]
+    }
+
     #[cfg(test)]
     fn under_exact(&self, i: usize, x: f64, u: f64) -> bool {
         self.f[i] + u * (self.f[i + 1] - self.f[i]) < (-x).exp()
@@ -201,11 +217,11 @@ mod tests {
         let z = Ziggurat::new();
         // The last computed strip's top lands on 1: the strips above the base fill the density.
         let last = STRIPS - 1;
-        assert!(z.x[last] > 0.0 && z.x[last] < 0.05, "x[{last}] = {}", z.x[last]);
-        let top = V / z.x[last] + z.f[last];
+        assert!(z.x(last) > 0.0 && z.x(last) < 0.05, "x[{last}] = {}", z.x(last));
+        let top = V / z.x(last) + z.f[last];
         assert!((top - 1.0).abs() < 1e-12, "the last strip's top is {top}");
         for i in 1..STRIPS {
-            assert!(z.x[i] > z.x[i + 1], "edges decrease at {i}");
+            assert!(z.x(i) > z.x(i + 1), "edges decrease at {i}");
         }
         // Base strip: rectangle up to R plus the tail, area V.
         let base = R * z.f[1] + z.f[1];
@@ -253,9 +269,10 @@ mod tests {
         for i in 0..=STRIPS {
             let random = (0..20_000).map(|_| rng.next_u64() >> 11);
             for pos in extremes.into_iter().chain(random) {
-                let two = pos as f64 * SCALE * z.x[i];
-                let one = pos as f64 * z.scaled[i];
-                assert_eq!(two.to_bits(), one.to_bits(), "strip {i}, position {pos}");
+                let two = pos as f64 * SCALE * z.x(i);
+                let one = pos as f64 * z.half_scaled[i];
+                assert_eq!((0.5 * two).to_bits(), one.to_bits(), "strip {i}, position {pos}");
+                assert_eq!(two < z.x((i + 1).min(STRIPS)), one < z.half_x[(i + 1).min(STRIPS)], "strip {i}, position {pos}");
             }
         }
     }
@@ -265,7 +282,7 @@ mod tests {
     fn wedge_bounds_are_well_conditioned() {
         let z = Ziggurat::new();
         for i in 1..STRIPS {
-            let (a, b) = (z.x[i + 1], z.x[i]);
+            let (a, b) = (z.x(i + 1), z.x(i));
             let (fa, fb) = ((-a).exp(), (-b).exp());
             assert!(fa <= 4.0 * fb, "strip {i}: e^-a {fa} > 4 e^-b {fb}");
             assert!(fa - fb >= fa / 512.0, "strip {i}: e^-a - e^-b = {} < e^-a / 512", fa - fb);
@@ -296,7 +313,7 @@ mod tests {
             s >= w.lo && s < w.hi
         };
         for i in 1..STRIPS {
-            let (a, b) = (z.x[i + 1], z.x[i]);
+            let (a, b) = (z.x(i + 1), z.x(i));
             let h = z.f[i + 1] - z.f[i];
             let w = z.wedge[i];
             // Random points over the strip's slow-path rectangle.

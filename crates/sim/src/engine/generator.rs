@@ -74,14 +74,42 @@ impl Service {
     #[inline(always)]
     fn draw(self, zig: &Ziggurat, rng: &mut WyRand) -> f64 {
         match self {
-            Service::Report => 0.5 + 0.5 * zig.sample(rng),
+            // 0.5 + 0.5·X, the half drawn directly (the same bits).
+            Service::Report => 0.5 + zig.sample_half(rng),
             Service::Det => 1.0,
             Service::Exp => zig.sample(rng),
         }
     }
 }
 
-/// Packets back to back (the report's service model): from `t` on, while `t < limit` and there
+/// A service model as the fast generator's packet loop draws it: one loop per model, so the model
+/// is not matched per packet. Each draws exactly what [`Service::draw`] draws.
+trait Draw {
+    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64;
+}
+struct ReportDraw;
+struct DetDraw;
+struct ExpDraw;
+impl Draw for ReportDraw {
+    #[inline(always)]
+    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64 {
+        Service::Report.draw(zig, rng)
+    }
+}
+impl Draw for DetDraw {
+    #[inline(always)]
+    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64 {
+        Service::Det.draw(zig, rng)
+    }
+}
+impl Draw for ExpDraw {
+    #[inline(always)]
+    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64 {
+        Service::Exp.draw(zig, rng)
+    }
+}
+
+/// Packets back to back, service times drawn by `D`: from `t` on, while `t < limit` and there
 /// is room, a packet starts at `t` (written to `room`) and holds the server for one service time
 /// drawn from `service`. Returns the packets taken (at least one when `t < limit` and there is
 /// room) and the end of the last one's service. The loop calls nothing but the ziggurat's rare
@@ -89,13 +117,19 @@ impl Service {
 /// `Vec`'s length, the state behind a reference) each put a store-to-load round trip on every
 /// packet's chain.
 #[inline(always)]
-fn take_run(zig: &Ziggurat, service: &mut WyRand, room: &mut [MaybeUninit<f64>], mut t: f64, limit: f64) -> (usize, f64) {
+fn take_run<D: Draw>(
+    zig: &Ziggurat,
+    service: &mut WyRand,
+    room: &mut [MaybeUninit<f64>],
+    mut t: f64,
+    limit: f64,
+) -> (usize, f64) {
     let mut rng = service.clone();
     let mut k = 0;
     while k < room.len() && t < limit {
         room[k].write(t);
         k += 1;
-        t += 0.5 + 0.5 * zig.sample(&mut rng);
+        t += D::draw(zig, &mut rng);
     }
     *service = rng;
     (k, t)
@@ -377,6 +411,15 @@ impl<'a> Generator<'a> {
     /// [`Kind::Alone`]. A chunk ends only after the packet starts that follow an arrival, so a lone
     /// message's packets are in its own chunk.
     pub(super) fn fill_poisson(&mut self, out: &mut Path, ctl: &Control, chunk: usize) {
+        match self.cfg.service {
+            Service::Report => self.fill_poisson_with::<ReportDraw>(out, ctl, chunk),
+            Service::Det => self.fill_poisson_with::<DetDraw>(out, ctl, chunk),
+            Service::Exp => self.fill_poisson_with::<ExpDraw>(out, ctl, chunk),
+        }
+    }
+
+    #[inline(always)]
+    fn fill_poisson_with<D: Draw>(&mut self, out: &mut Path, ctl: &Control, chunk: usize) {
         let Source::Poisson { mean_gap, next } = self.src else { unreachable!("Poisson source") };
         debug_assert!(self.apps == 1 && self.class_cum.is_empty());
         let zig = self.zig;
@@ -414,7 +457,7 @@ impl<'a> Generator<'a> {
                     let start = out.times.len();
                     let spare = out.times.spare_capacity_mut();
                     let n = room.min(spare.len());
-                    let (taken, end) = take_run(zig, &mut service, &mut spare[..n], t, t_arr.min(next_obs));
+                    let (taken, end) = take_run::<D>(zig, &mut service, &mut spare[..n], t, t_arr.min(next_obs));
                     // SAFETY: `take_run` initialised the first `taken` slots of the spare capacity.
                     unsafe { out.times.set_len(start + taken) };
                     now = out.times[start + taken - 1];
@@ -462,7 +505,7 @@ impl<'a> Generator<'a> {
                 self.busy = true;
                 self.packets_out += 1;
                 out.take(t);
-                self.service_end = t + 0.5 + 0.5 * zig.sample(&mut service);
+                self.service_end = t + D::draw(zig, &mut service);
             }
             self.close_batches(out);
             if self.packets_in >= self.target {
