@@ -441,11 +441,12 @@ pub struct Theory {
     #[serde(deserialize_with = "super::nan_or_number")]
     #[schemars(with = "super::NullableF64")]
     pub fifo_avlat_tu: f64,
-    /// RR's mean wait for a message's first packet.
+    /// RR's mean wait for a message's first packet (null when the run has no RR strategy: its
+    /// solver is not run).
     #[serde(deserialize_with = "super::nan_or_number")]
     #[schemars(with = "super::NullableF64")]
     pub rr_first_packet_wait_tu: f64,
-    /// Mean latency over all messages under RR by the closed form.
+    /// Mean latency over all messages under RR by the closed form (null without RR, as above).
     #[serde(deserialize_with = "super::nan_or_number")]
     #[schemars(with = "super::NullableF64")]
     pub rr_avlat_tu: f64,

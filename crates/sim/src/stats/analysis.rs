@@ -284,7 +284,9 @@ pub fn analyse(cfg: &SimConfig, reps: &[RunResult], opt: &Options) -> LevelStats
             })
             .collect();
         let sb = SizeBased::new(&cfg.dist, cfg.service, cfg.traffic).expect("the same load as q");
-        let (vals, all, rr_first) = sb.by_groups(&groups);
+        // RR's solver runs only for a run with RR in it.
+        let with_rr = out.strategies.iter().any(|s| s.label == "RR");
+        let (vals, all, rr_first) = sb.by_groups(&groups, with_rr);
         let pick: [(&str, PickAnalytic); 3] = [("FIFO", |a| a.fifo), ("RR", |a| a.rr), ("SF", |a| a.sf)];
         // §11 in-order delivery holds SF's messages behind their application's earlier ones: not
         // SRPT, so no SRPT theory (FIFO and RR do not look at applications).
