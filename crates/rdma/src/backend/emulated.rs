@@ -128,8 +128,18 @@ impl Cq {
             self.cv.notify_all();
         }
     }
-    fn fail(&self, why: String) {
+    /// The wire broke: `flushed` (the outstanding requests' flush completions) and the broken
+    /// state become visible together, under one lock, so a poller that has seen a flush
+    /// completion finds the wire broken once the queue is empty, never an empty healthy queue.
+    fn fail(&self, flushed: Vec<Completion>, why: String) {
         let mut g = lock(&self.inner);
+        let n = flushed.len();
+        g.q.extend(flushed);
+        self.ready.fetch_add(n, Ordering::Release);
+        if n > 0 && g.armed {
+            g.armed = false;
+            g.events += 1;
+        }
         g.broken.get_or_insert(why);
         self.cv.notify_all();
     }
@@ -269,20 +279,25 @@ impl Shared {
             return;
         }
         let sends: Vec<SendWr> = lock(&self.sq).drain(..).collect();
-        for wr in sends {
-            self.cq.push(Completion {
+        let mut flushed: Vec<Completion> = sends
+            .into_iter()
+            .map(|wr| Completion {
                 wr_id: wr.wr_id,
                 status: WcStatus::FlushError,
                 opcode: WcOpcode::of_send(wr.op),
                 byte_len: 0,
                 imm: None,
-            });
-        }
+            })
+            .collect();
         let recvs: Vec<(u64, u32)> = lock(&self.rq).posted.drain(..).collect();
-        for (wr_id, _) in recvs {
-            self.cq.push(Completion { wr_id, status: WcStatus::FlushError, opcode: WcOpcode::Recv, byte_len: 0, imm: None });
-        }
-        self.cq.fail(why);
+        flushed.extend(recvs.into_iter().map(|(wr_id, _)| Completion {
+            wr_id,
+            status: WcStatus::FlushError,
+            opcode: WcOpcode::Recv,
+            byte_len: 0,
+            imm: None,
+        }));
+        self.cq.fail(flushed, why);
     }
 }
 
@@ -792,6 +807,24 @@ mod tests {
         assert!(matches!(e.post_recv(3, 4), Err(BackendError::QueueFull { .. })));
         assert!(matches!(e.post_recv(3, 99), Err(BackendError::TooLong { .. })));
         assert!(matches!(e.to_init(), Err(BackendError::BadTransition { .. })));
+    }
+
+    /// A broken wire's flush completions and its broken state appear together: a poller that
+    /// took the last flush completion finds the wire broken, never an empty healthy queue (the
+    /// test below once failed so, in a suite run with both CPUs busy, when the NIC thread was
+    /// preempted between pushing the completions and marking the wire).
+    #[test]
+    fn flush_completions_and_the_broken_wire_appear_together() {
+        let cq = Cq::default();
+        cq.arm();
+        let flush = |wr_id| Completion { wr_id, status: WcStatus::FlushError, opcode: WcOpcode::Recv, byte_len: 0, imm: None };
+        cq.fail(vec![flush(1), flush(2)], "peer gone".into());
+        assert!(cq.wait_event(Duration::ZERO).unwrap(), "the armed notification fires");
+        let mut out = Vec::new();
+        assert_eq!(cq.poll(&mut out, 1).unwrap(), 1);
+        assert_eq!(cq.poll(&mut out, 5).unwrap(), 1);
+        assert_eq!(out.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [1, 2]);
+        assert!(matches!(cq.poll(&mut out, 1), Err(BackendError::Wire(w)) if w == "peer gone"));
     }
 
     #[test]
