@@ -193,13 +193,13 @@ impl Ziggurat {
         }
     }
 
-    /// The wedge test by `exp` alone (the reference for [`Ziggurat::under`]).
     /// `x[i]`, the right edge of strip `i`.
     #[cfg(test)]
     fn x(&self, i: usize) -> f64 {
         2.0 * self.half_x[i]
     }
 
+    /// The wedge test by `exp` alone (the reference for [`Ziggurat::under`]).
     #[cfg(test)]
     fn under_exact(&self, i: usize, x: f64, u: f64) -> bool {
         self.f[i] + u * (self.f[i + 1] - self.f[i]) < (-x).exp()

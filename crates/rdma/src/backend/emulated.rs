@@ -118,13 +118,23 @@ struct CqInner {
 }
 
 impl Cq {
-    fn push(&self, c: Completion) {
-        let mut g = lock(&self.inner);
-        g.q.push_back(c);
-        self.ready.fetch_add(1, Ordering::Release);
-        if g.armed {
+    /// Appends `cs` under the held lock `g`; true when that fired the armed notification (the
+    /// caller then wakes the waiters).
+    fn append(&self, g: &mut CqInner, cs: impl IntoIterator<Item = Completion>) -> bool {
+        let before = g.q.len();
+        g.q.extend(cs);
+        let n = g.q.len() - before;
+        self.ready.fetch_add(n, Ordering::Release);
+        let fire = n > 0 && g.armed;
+        if fire {
             g.armed = false;
             g.events += 1;
+        }
+        fire
+    }
+    fn push(&self, c: Completion) {
+        let mut g = lock(&self.inner);
+        if self.append(&mut g, [c]) {
             self.cv.notify_all();
         }
     }
@@ -133,13 +143,7 @@ impl Cq {
     /// completion finds the wire broken once the queue is empty, never an empty healthy queue.
     fn fail(&self, flushed: Vec<Completion>, why: String) {
         let mut g = lock(&self.inner);
-        let n = flushed.len();
-        g.q.extend(flushed);
-        self.ready.fetch_add(n, Ordering::Release);
-        if n > 0 && g.armed {
-            g.armed = false;
-            g.events += 1;
-        }
+        self.append(&mut g, flushed);
         g.broken.get_or_insert(why);
         self.cv.notify_all();
     }

@@ -82,34 +82,7 @@ impl Service {
     }
 }
 
-/// A service model as the fast generator's packet loop draws it: one loop per model, so the model
-/// is not matched per packet. Each draws exactly what [`Service::draw`] draws.
-trait Draw {
-    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64;
-}
-struct ReportDraw;
-struct DetDraw;
-struct ExpDraw;
-impl Draw for ReportDraw {
-    #[inline(always)]
-    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64 {
-        Service::Report.draw(zig, rng)
-    }
-}
-impl Draw for DetDraw {
-    #[inline(always)]
-    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64 {
-        Service::Det.draw(zig, rng)
-    }
-}
-impl Draw for ExpDraw {
-    #[inline(always)]
-    fn draw(zig: &Ziggurat, rng: &mut WyRand) -> f64 {
-        Service::Exp.draw(zig, rng)
-    }
-}
-
-/// Packets back to back, service times drawn by `D`: from `t` on, while `t < limit` and there
+/// Packets back to back, service times drawn by `draw`: from `t` on, while `t < limit` and there
 /// is room, a packet starts at `t` (written to `room`) and holds the server for one service time
 /// drawn from `service`. Returns the packets taken (at least one when `t < limit` and there is
 /// room) and the end of the last one's service. The loop calls nothing but the ziggurat's rare
@@ -117,19 +90,20 @@ impl Draw for ExpDraw {
 /// `Vec`'s length, the state behind a reference) each put a store-to-load round trip on every
 /// packet's chain.
 #[inline(always)]
-fn take_run<D: Draw>(
+fn take_run(
     zig: &Ziggurat,
     service: &mut WyRand,
     room: &mut [MaybeUninit<f64>],
     mut t: f64,
     limit: f64,
+    draw: impl Fn(&Ziggurat, &mut WyRand) -> f64,
 ) -> (usize, f64) {
     let mut rng = service.clone();
     let mut k = 0;
     while k < room.len() && t < limit {
         room[k].write(t);
         k += 1;
-        t += D::draw(zig, &mut rng);
+        t += draw(zig, &mut rng);
     }
     *service = rng;
     (k, t)
@@ -146,9 +120,9 @@ struct Rngs {
 
 impl Rngs {
     pub(super) fn new(seed: u64) -> Self {
-        let s = |k: u64| Xoshiro256PlusPlus::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
-        let service = WyRand::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 3);
-        Rngs { arrival: s(1), length: s(2), service, misc: s(4) }
+        let k = |k: u64| seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k;
+        let s = |n| Xoshiro256PlusPlus::seed_from_u64(k(n));
+        Rngs { arrival: s(1), length: s(2), service: WyRand::seed_from_u64(k(3)), misc: s(4) }
     }
 }
 
@@ -411,15 +385,22 @@ impl<'a> Generator<'a> {
     /// [`Kind::Alone`]. A chunk ends only after the packet starts that follow an arrival, so a lone
     /// message's packets are in its own chunk.
     pub(super) fn fill_poisson(&mut self, out: &mut Path, ctl: &Control, chunk: usize) {
+        // One loop per service model, so that the model is not matched per packet.
         match self.cfg.service {
-            Service::Report => self.fill_poisson_with::<ReportDraw>(out, ctl, chunk),
-            Service::Det => self.fill_poisson_with::<DetDraw>(out, ctl, chunk),
-            Service::Exp => self.fill_poisson_with::<ExpDraw>(out, ctl, chunk),
+            Service::Report => self.fill_poisson_with(out, ctl, chunk, |z, r| Service::Report.draw(z, r)),
+            Service::Det => self.fill_poisson_with(out, ctl, chunk, |z, r| Service::Det.draw(z, r)),
+            Service::Exp => self.fill_poisson_with(out, ctl, chunk, |z, r| Service::Exp.draw(z, r)),
         }
     }
 
     #[inline(always)]
-    fn fill_poisson_with<D: Draw>(&mut self, out: &mut Path, ctl: &Control, chunk: usize) {
+    fn fill_poisson_with(
+        &mut self,
+        out: &mut Path,
+        ctl: &Control,
+        chunk: usize,
+        draw: impl Fn(&Ziggurat, &mut WyRand) -> f64 + Copy,
+    ) {
         let Source::Poisson { mean_gap, next } = self.src else { unreachable!("Poisson source") };
         debug_assert!(self.apps == 1 && self.class_cum.is_empty());
         let zig = self.zig;
@@ -457,7 +438,7 @@ impl<'a> Generator<'a> {
                     let start = out.times.len();
                     let spare = out.times.spare_capacity_mut();
                     let n = room.min(spare.len());
-                    let (taken, end) = take_run::<D>(zig, &mut service, &mut spare[..n], t, t_arr.min(next_obs));
+                    let (taken, end) = take_run(zig, &mut service, &mut spare[..n], t, t_arr.min(next_obs), draw);
                     // SAFETY: `take_run` initialised the first `taken` slots of the spare capacity.
                     unsafe { out.times.set_len(start + taken) };
                     now = out.times[start + taken - 1];
@@ -505,7 +486,7 @@ impl<'a> Generator<'a> {
                 self.busy = true;
                 self.packets_out += 1;
                 out.take(t);
-                self.service_end = t + D::draw(zig, &mut service);
+                self.service_end = t + draw(zig, &mut service);
             }
             self.close_batches(out);
             if self.packets_in >= self.target {
