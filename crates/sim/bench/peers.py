@@ -40,6 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 LENGTHS = [1, 2, 3, 4, 5, 20]
+PRETTY = {"ciw": "Ciw", "simpy": "SimPy", "ns3": "ns-3"}
 PROBS = [0.18, 0.18, 0.18, 0.18, 0.18, 0.10]
 
 
@@ -299,7 +300,8 @@ def main():
         else:
             theory = prio_theory(load / 100)
             judged = [n for n in names if n != "schedlab"]
-            head = (f"{load:g}% priority: Ciw and SimPy preemptive-resume classes by length vs M/G/1 theory; "
+            peers = " and ".join(PRETTY.get(n, n) for n in judged) or "no peer with priority classes ran"
+            head = (f"{load:g}% priority: preemptive-resume classes by length vs M/G/1 theory ({peers}); "
                     "schedlab SF (packet-granular SRPT, not the same discipline; not judged) beside it")
         print(f"{head}:\n")
         print("| length | theory | " + " | ".join(n if not (disc == "prio" and n == "schedlab") else "schedlab SF"
@@ -308,10 +310,16 @@ def main():
         for l in LENGTHS:
             cells = [f"{out[(load, disc, n)][1][l][0]:.3f} ± {out[(load, disc, n)][1][l][1]:.3f}" for n in names]
             print(f"| {l} | {theory[l]:.3f} | " + " | ".join(cells) + " |")
+        if not judged:
+            print("\nnot judged: no simulator of this discipline ran beside schedlab\n")
+            continue
         ok, notes = agreement({n: out[(load, disc, n)][1] for n in judged}, theory, judged)
         all_ok &= ok
         verdict = "agree" if ok else "DISAGREE"
-        print(f"\n{verdict}: {', '.join(judged)} (every pair's intervals overlap; each within 2 half-widths of theory)")
+        rule = "each within 2 half-widths of theory"
+        if len(judged) > 1:
+            rule = "every pair's intervals overlap; " + rule
+        print(f"\n{verdict}: {', '.join(judged)} ({rule})")
         for n in notes:
             print(f"  {n}")
         print()
