@@ -40,6 +40,7 @@ mod generator;
 mod lanes;
 mod run;
 mod statistics;
+mod swing;
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;

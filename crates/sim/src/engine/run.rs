@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::generator::{Generator, Path, NO_MSG};
 use super::lanes::{replay_group, Lane};
 use super::statistics::{ci95, fill_path_fields, merge_closed, Checkpoint, RunResult};
+use super::swing::{Handover, Rule, Side, Travelling};
 use super::Kind;
 use super::{Arrivals, Control, SimConfig};
 use crate::model::{listing_alpha, Strategy};
@@ -193,28 +194,43 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, thre
         let costs = Costs::new(&alone, &families, &together);
         let gen_cost = median_u64(&mut gen_ns);
         let mut fit = Fit { gen_cost, worker_scale: SCALE_ONE };
-        let mut groups = costs.split_scaled(fit.gen_cost, fit.worker_scale, threads);
+        let mut split = costs.split_swing(fit.gen_cost, fit.worker_scale, threads);
         let mut segment = FIRST_SEGMENT;
         let trace = std::env::var_os("SCHEDLAB_SIM_SPLIT_TRACE").is_some();
+        if trace {
+            eprintln!(
+                "sim split: calibrated on {} chunks: generator {gen_cost} ns/chunk, lanes alone {alone:?}, families together {together:?}",
+                gen_ns.len()
+            );
+        }
         while !gen.finished {
-            let measured = replay_parallel(&mut gen, &mut lanes, &groups, ctl, fast, segment);
+            let start = if costs.swing_share(&split, &fit) >= 0.5 { Side::Generator } else { Side::Worker };
+            let seg = replay_parallel(&mut gen, &mut lanes, &split, ctl, fast, segment, start, SWING_RULE);
             if gen.finished {
                 break;
             }
-            fit = fit.refit(&costs, &groups, &measured, gen_cost);
-            let next = costs.split_scaled(fit.gen_cost, fit.worker_scale, threads);
-            let (now_load, next_load) = (costs.load(&groups, &fit), costs.load(&next, &fit));
+            fit = fit.refit(&costs, &split.groups, &seg.ns, gen_cost);
+            let next = costs.split_swing(fit.gen_cost, fit.worker_scale, threads);
+            let (now_load, next_load) = (costs.load(&split, &fit), costs.load(&next, &fit));
             if trace {
                 eprintln!(
-                    "sim split: {segment} chunks, measured ns/chunk {measured:?}, fit gen {} ns worker x{:.3}, groups {groups:?} \
-                     (model {now_load} ns), best {next:?} (model {next_load} ns)",
+                    "sim split: {segment} chunks, measured ns/chunk {:?}, swing lane {:?} on the generating thread for {} of {} chunks \
+                     ({} moves), fit gen {} ns worker x{:.3}, groups {:?} (model {now_load} ns), best {:?} swing {:?} (model {next_load} ns)",
+                    seg.ns,
+                    split.swing,
+                    seg.swing_on_generator,
+                    seg.chunks,
+                    seg.moves,
                     fit.gen_cost,
-                    fit.worker_scale as f64 / SCALE_ONE as f64
+                    fit.worker_scale as f64 / SCALE_ONE as f64,
+                    split.groups,
+                    next.groups,
+                    next.swing,
                 );
             }
             // Move lanes only for a clear gain (the measurements are medians of one segment).
             if next_load + next_load / RESPLIT_GAIN < now_load {
-                groups = next;
+                split = next;
             }
             segment = (segment * 2).min(LAST_SEGMENT);
         }
@@ -277,7 +293,12 @@ const CALIBRATION_CHUNKS: usize = 32;
 const POOL_CHUNKS: usize = 16;
 
 /// Chunks a worker may have queued behind the one it is replaying (bounds memory and lead).
-const QUEUED_CHUNKS: usize = 4;
+const QUEUED_CHUNKS: usize = 6;
+
+/// When the swing lane moves (see [`super::swing`]): to the generating thread when the worker
+/// has five chunks to do (it is falling behind; one more and the generating thread would
+/// block), to the worker when it has two or fewer (it would soon wait for chunks).
+const SWING_RULE: Rule = Rule { generator_at: QUEUED_CHUNKS - 1, worker_at: 2 };
 
 /// Splits of lanes whose modelled cost is within 1/NEAR_BEST of the best count as equal (see
 /// [`Costs::split`]).
@@ -300,6 +321,8 @@ fn median_u64(v: &mut [u64]) -> u64 {
 /// [`Costs::split`], 1.94x (`crates/sim/bench/scaling.sh`, the default run, medians of 5).
 #[derive(Clone, Debug)]
 struct Costs {
+    /// Each lane's cost replayed alone (what the swing lane costs: it replays by itself).
+    alone: Vec<u64>,
     /// Each lane's own part.
     own: Vec<u64>,
     family: Vec<Option<usize>>,
@@ -322,7 +345,7 @@ impl Costs {
             }
         }
         let own = alone.iter().zip(family).map(|(c, f)| (c - f.map_or(0, |f| shared[f])).max(1)).collect();
-        Costs { own, family: family.to_vec(), shared }
+        Costs { alone: alone.to_vec(), own, family: family.to_vec(), shared }
     }
 
     /// The cost of the lanes of `group` replayed on one thread.
@@ -348,14 +371,113 @@ impl Costs {
         self.split_scaled(gen_cost, SCALE_ONE, groups)
     }
 
-    /// The modelled time per chunk of the slowest thread when the lanes are split into `groups`.
-    fn load(&self, groups: &[Vec<usize>], fit: &Fit) -> u64 {
-        groups
+    /// The modelled time per chunk of the slowest thread under `split`.
+    fn load(&self, split: &Split, fit: &Fit) -> u64 {
+        let loads: Vec<u64> = split
+            .groups
             .iter()
             .enumerate()
             .map(|(g, m)| self.on(g, self.of(m.iter().copied()), fit.gen_cost, fit.worker_scale))
-            .max()
-            .unwrap_or(0)
+            .collect();
+        match (split.swing, loads.as_slice()) {
+            (Some(s), [a, b]) => swung(*a, *b, self.alone[s], self.alone[s] * fit.worker_scale / SCALE_ONE).0,
+            _ => loads.into_iter().max().unwrap_or(0),
+        }
+    }
+
+    /// The modelled share of chunks the swing lane of `split` replays on the generating thread
+    /// (1 without a swing lane).
+    fn swing_share(&self, split: &Split, fit: &Fit) -> f64 {
+        match split.swing {
+            Some(s) if split.groups.len() == 2 => {
+                let a = self.on(0, self.of(split.groups[0].iter().copied()), fit.gen_cost, fit.worker_scale);
+                let b = self.on(1, self.of(split.groups[1].iter().copied()), fit.gen_cost, fit.worker_scale);
+                swung(a, b, self.alone[s], self.alone[s] * fit.worker_scale / SCALE_ONE).1
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// How a split of the lanes (bit i of `gen_side` set: lane i with the generator) treats the
+    /// families, lane `except` left out: how many families it splits, and how many it keeps
+    /// whole with the generator (see [`Costs::split_scaled`]).
+    fn families(&self, gen_side: u32, except: Option<usize>) -> (u32, std::cmp::Reverse<u32>) {
+        let n = self.own.len();
+        let (mut split, mut with_gen) = (0, 0);
+        for f in 0..FAMILIES {
+            let mut sides = (0..n).filter(|&i| Some(i) != except && self.family[i] == Some(f)).map(|i| gen_side >> i & 1);
+            if let Some(first) = sides.next() {
+                if sides.any(|s| s != first) {
+                    split += 1;
+                } else if first == 1 {
+                    with_gen += 1;
+                }
+            }
+        }
+        (split, std::cmp::Reverse(with_gen))
+    }
+
+    /// The best split into `groups` with, for two groups of up to 16 lanes, one lane left out
+    /// of both to swing between the threads (see [`super::swing`]): every lane is tried as the
+    /// swing lane, with every split of the others, and a split is charged the time at which the
+    /// swing lane, replayed alone, evens the two threads out as far as its cost allows. Among
+    /// splits within 1/NEAR_BEST of the best, the preference of [`Costs::split_scaled`]; a fixed
+    /// split without a swing lane is kept only when it is clearly better.
+    fn split_swing(&self, gen_cost: u64, worker_scale: u64, groups: usize) -> Split {
+        let fixed = Split { groups: self.split_scaled(gen_cost, worker_scale, groups), swing: None };
+        let n = self.own.len();
+        if groups != 2 || !(2..=16).contains(&n) {
+            return fixed;
+        }
+        let fit = Fit { gen_cost, worker_scale };
+        // Each subset's own parts, summed once; a subset's cost adds each family it touches.
+        let mut sums = vec![0u64; 1 << n];
+        for m in 1..sums.len() {
+            sums[m] = sums[m & (m - 1)] + self.own[m.trailing_zeros() as usize];
+        }
+        let mut members_of = [0u32; FAMILIES];
+        for (i, f) in self.family.iter().enumerate() {
+            if let Some(f) = f {
+                members_of[*f] |= 1 << i;
+            }
+        }
+        let of =
+            |m: u32| sums[m as usize] + (0..FAMILIES).filter(|&f| m & members_of[f] != 0).map(|f| self.shared[f]).sum::<u64>();
+        let full = (1u32 << n) - 1;
+        let each = |visit: &mut dyn FnMut(u64, usize, u32)| {
+            for s in 0..n {
+                let others = full & !(1 << s);
+                let (c0, c1) = (self.alone[s], self.alone[s] * worker_scale / SCALE_ONE);
+                let mut m = others;
+                loop {
+                    visit(swung(gen_cost + of(m), of(others & !m) * worker_scale / SCALE_ONE, c0, c1).0, s, m);
+                    if m == 0 {
+                        break;
+                    }
+                    m = (m - 1) & others;
+                }
+            }
+        };
+        let mut least = u64::MAX;
+        each(&mut |t, _, _| least = least.min(t));
+        // (families, modelled time, swing lane, lanes with the generator), least first.
+        type Key = ((u32, std::cmp::Reverse<u32>), u64, usize, u32);
+        let mut best: Option<Key> = None;
+        each(&mut |t, s, m| {
+            if t <= least + least / NEAR_BEST {
+                let key = (self.families(m, Some(s)), t, s, m);
+                if best.as_ref().is_none_or(|b| key < *b) {
+                    best = Some(key);
+                }
+            }
+        });
+        match best {
+            Some((_, t, s, m)) if self.load(&fixed, &fit) + least / NEAR_BEST >= t => {
+                let side = |set: bool| (0..n).filter(|&i| i != s && (m >> i & 1 == 1) == set).collect();
+                Split { groups: vec![side(true), side(false)], swing: Some(s) }
+            }
+            _ => fixed,
+        }
     }
 
     /// The cost on thread `g` of lanes that cost `lanes` on one thread alone.
@@ -388,23 +510,9 @@ impl Costs {
             // the chunk in its cache. With the report's lanes at 90%, the model's best split left
             // the plain lanes with four alpha lanes on the worker; the plain lanes and one alpha
             // lane with the generator took 7% less time (alternating runs, medians of 9).
-            let families = |m: u32| {
-                let (mut split, mut with_gen) = (0, 0);
-                for f in 0..FAMILIES {
-                    let mut sides = (0..n).filter(|&i| self.family[i] == Some(f)).map(|i| m >> i & 1);
-                    if let Some(first) = sides.next() {
-                        if sides.any(|s| s != first) {
-                            split += 1;
-                        } else if first == 1 {
-                            with_gen += 1;
-                        }
-                    }
-                }
-                (split, std::cmp::Reverse(with_gen))
-            };
             let best = (0..1u32 << n)
                 .filter(|&m| load(m) <= least + least / NEAR_BEST)
-                .min_by_key(|&m| (families(m), load(m), m))
+                .min_by_key(|&m| (self.families(m, None), load(m), m))
                 .unwrap_or(0);
             return vec![members(best, true).collect(), members(best, false).collect()];
         }
@@ -423,31 +531,87 @@ impl Costs {
     }
 }
 
+/// The time per chunk of two threads whose fixed work costs `a` and `b` per chunk and who share
+/// a swing lane costing `c0` on the first and `c1` on the second, and the share of chunks it
+/// replays on the first: it goes where it evens the two out, as far as its cost allows.
+fn swung(a: u64, b: u64, c0: u64, c1: u64) -> (u64, f64) {
+    if a + c0 <= b {
+        (b, 1.0)
+    } else if b + c1 <= a {
+        (a, 0.0)
+    } else {
+        // a + f·c0 = b + (1 − f)·c1
+        ((a * c1 + b * c0 + c0 * c1) / (c0 + c1), (b + c1 - a) as f64 / (c0 + c1) as f64)
+    }
+}
+
+/// Where a parallel segment's lanes replay: group g on thread g (group 0 with the generator)
+/// and, with two threads, possibly a lane in neither group that swings between them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Split {
+    groups: Vec<Vec<usize>>,
+    swing: Option<usize>,
+}
+
+/// What one parallel segment measured.
+#[derive(Debug)]
+struct Segment {
+    /// Per group, the median time per chunk its thread spent on the group (group 0: also
+    /// generating and handing over), not waiting and not on the swing lane.
+    ns: Vec<u64>,
+    /// Chunks replayed.
+    chunks: usize,
+    /// Of them, the chunks the swing lane replayed on the generating thread.
+    swing_on_generator: usize,
+    /// Times the swing lane changed threads.
+    moves: usize,
+}
+
 /// Generates up to `chunks` more chunks of the path on this thread and replays them through
-/// `lanes` split into `groups`: this thread replays group 0 after generating each chunk, one worker
-/// thread per other group replays the same chunk (shared read-only through an `Arc`). Each lane
-/// sees the same chunks in the same order as on one thread, so every result is the same bit for
-/// bit. Returns, per group, the median time per chunk its thread spent working (group 0:
-/// generating, handing over and replaying; the others: replaying), not waiting.
+/// `lanes` placed by `split`: this thread replays group 0 after generating each chunk, one worker
+/// thread per other group replays the same chunk (shared read-only through an `Arc`), and the
+/// swing lane, if any, starts on side `start` and moves between this thread and the first worker
+/// by `rule` (see [`super::swing`]). Each lane sees the same chunks in the same order as on one
+/// thread, so every result is the same bit for bit.
+#[allow(clippy::too_many_arguments)]
 fn replay_parallel(
     gen: &mut Generator<'_>,
     lanes: &mut [Lane],
-    groups: &[Vec<usize>],
+    split: &Split,
     ctl: &Control,
     fast: bool,
     chunks: usize,
-) -> Vec<u64> {
+    start: Side,
+    rule: Rule,
+) -> Segment {
     let mut refs: Vec<Option<&mut Lane>> = lanes.iter_mut().map(Some).collect();
-    let mut groups =
-        groups.iter().map(|g| -> Vec<&mut Lane> { g.iter().map(|&i| refs[i].take().expect("each lane in one group")).collect() });
+    let swing = split.swing.filter(|_| split.groups.len() == 2);
+    let home: Option<&mut Lane> = swing.map(|s| refs[s].take().expect("the swing lane is in no group"));
+    let traveller: Option<Lane> = home.as_deref().cloned();
+    let (mut on_gen, on_worker) = if start == Side::Worker { (None, traveller) } else { (traveller, None) };
+    let mut groups = split
+        .groups
+        .iter()
+        .map(|g| -> Vec<&mut Lane> { g.iter().map(|&i| refs[i].take().expect("each lane in one group")).collect() });
     let mut mine = groups.next().unwrap_or_default();
     let theirs: Vec<Vec<&mut Lane>> = groups.collect();
-    std::thread::scope(|s| {
+    let handover = Handover::new(rule);
+    // Chunks in flight and the last ones replayed, oldest first, with their index in the
+    // segment; one whose workers are all done is reused. The swing lane catches up from here.
+    let mut pool: std::collections::VecDeque<(usize, Arc<Path>)> = std::collections::VecDeque::new();
+    let mut none = Vec::new();
+    let mut k = 0;
+    let mut swing_on_generator = 0;
+    let (measured, from_worker) = std::thread::scope(|s| {
         let mut senders = Vec::new();
         let mut workers = Vec::new();
-        for mut group in theirs {
+        let mut on_worker = on_worker;
+        for (w, mut group) in theirs.into_iter().enumerate() {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Path>>(QUEUED_CHUNKS);
             senders.push(tx);
+            let swings = swing.is_some() && w == 0;
+            let mut lane = if swings { on_worker.take() } else { None };
+            let handover = &handover;
             workers.push(s.spawn(move || {
                 let mut none = Vec::new();
                 let mut ns = Vec::with_capacity(chunks);
@@ -456,38 +620,64 @@ fn replay_parallel(
                 // `Lane`s lie side by side in one `Vec`): two threads were 1.42x one thread
                 // that way, 1.65x with the copies. They go back in place at the end.
                 let mut own: Vec<Lane> = group.iter().map(|l| (**l).clone()).collect();
+                let mut pending: Option<Travelling> = None;
+                let mut seen = 0;
                 for chunk in rx {
+                    if swings && lane.is_none() {
+                        pending = pending.or_else(|| handover.take(Side::Worker));
+                        // It was handed over after the generating thread replayed the chunk before.
+                        if pending.as_ref().is_some_and(|(_, next)| *next == seen) {
+                            lane = pending.take().map(|(l, _)| l);
+                        }
+                    }
                     let t0 = Instant::now();
                     replay_group(own.iter_mut(), &chunk, &mut none);
                     ns.push(t0.elapsed().as_nanos() as u64);
+                    seen += 1;
+                    if swings {
+                        if let Some(l) = lane.as_mut() {
+                            l.replay(&chunk, &mut none);
+                        }
+                        handover.done_one();
+                        match lane.take() {
+                            Some(l) => lane = handover.offer(Side::Worker, l, seen),
+                            None if pending.is_none() => handover.maybe_ask(Side::Worker),
+                            None => {}
+                        }
+                    }
                 }
                 for (l, o) in group.iter_mut().zip(own) {
                     **l = o;
                 }
-                median_u64(&mut ns)
+                (median_u64(&mut ns), lane.map(|l| (l, seen)).or(pending))
             }));
         }
-        // Chunks in flight, oldest first; one whose workers are all done is reused.
-        let mut pool: std::collections::VecDeque<Arc<Path>> = std::collections::VecDeque::new();
-        let mut none = Vec::new();
         let mut ns = Vec::with_capacity(chunks);
-        'gen: while !gen.finished && ns.len() < chunks {
+        'gen: while !gen.finished && k < chunks {
             let t0 = Instant::now();
+            // Time on other work than this thread's group: waiting for a worker, the swing lane.
+            let mut off = std::time::Duration::ZERO;
+            if swing.is_some() && on_gen.is_none() {
+                if let Some((mut l, next)) = handover.take(Side::Generator) {
+                    let s0 = Instant::now();
+                    swing_on_generator += catch_up(&mut l, &pool, next, k, &mut none);
+                    off += s0.elapsed();
+                    on_gen = Some(l);
+                }
+            }
             let reuse = if pool.len() >= POOL_CHUNKS { pool.pop_front() } else { None };
             let mut chunk = match reuse {
-                Some(mut c) => {
+                Some((i, mut c)) => {
                     if Arc::get_mut(&mut c).is_some() {
                         c
                     } else {
-                        pool.push_front(c);
+                        pool.push_front((i, c));
                         Arc::new(Path::default())
                     }
                 }
                 None => Arc::new(Path::default()),
             };
             next_chunk(gen, Arc::get_mut(&mut chunk).expect("not shared"), ctl, fast);
-            // A send that waits (a worker is behind) is not this thread's work.
-            let mut waited = std::time::Duration::ZERO;
             for tx in &senders {
                 let c = Arc::clone(&chunk);
                 let c = match tx.try_send(c) {
@@ -499,19 +689,66 @@ fn replay_parallel(
                 if tx.send(c).is_err() {
                     break 'gen;
                 }
-                waited += w0.elapsed();
+                off += w0.elapsed();
             }
+            handover.sent_one();
             replay_group(mine.iter_mut().map(|l| &mut **l), &chunk, &mut none);
-            pool.push_back(chunk);
-            ns.push(t0.elapsed().saturating_sub(waited).as_nanos() as u64);
+            if let Some(l) = on_gen.as_mut() {
+                let s0 = Instant::now();
+                l.replay(&chunk, &mut none);
+                off += s0.elapsed();
+                swing_on_generator += 1;
+            }
+            pool.push_back((k, chunk));
+            k += 1;
+            if swing.is_some() {
+                match on_gen.take() {
+                    Some(l) => on_gen = handover.offer(Side::Generator, l, k),
+                    None => handover.maybe_ask(Side::Generator),
+                }
+            }
+            ns.push(t0.elapsed().saturating_sub(off).as_nanos() as u64);
         }
         drop(senders);
         let mut measured = vec![median_u64(&mut ns)];
+        let mut from_worker = None;
         for w in workers {
-            measured.push(w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            let (m, lane) = w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            measured.push(m);
+            from_worker = from_worker.or(lane);
         }
-        measured
-    })
+        (measured, from_worker)
+    });
+    // The swing lane is on this thread, came back from the worker, or is still in transit; it
+    // replays what it has not yet replayed and goes back in place.
+    let moves = handover.moves();
+    let last = on_gen.map(|l| (l, k)).or(from_worker).or_else(|| handover.into_travelling());
+    if let (Some(home), Some((mut l, next))) = (home, last) {
+        swing_on_generator += catch_up(&mut l, &pool, next, k, &mut none);
+        *home = l;
+    }
+    Segment { ns: measured, chunks: k, swing_on_generator, moves }
+}
+
+/// Replays `lane` over the chunks of `pool` with index `from..to` (all of them must be there)
+/// and returns how many it replayed.
+fn catch_up(
+    lane: &mut Lane,
+    pool: &std::collections::VecDeque<(usize, Arc<Path>)>,
+    from: usize,
+    to: usize,
+    none: &mut Vec<u32>,
+) -> usize {
+    if from >= to {
+        return 0;
+    }
+    let first = pool.iter().position(|(i, _)| *i == from);
+    let first = first.unwrap_or_else(|| panic!("the swing lane needs chunk {from}, which is no longer held (a bug)"));
+    for (i, (at, chunk)) in pool.iter().skip(first).take(to - from).enumerate() {
+        assert_eq!(*at, from + i, "the held chunks are in order");
+        lane.replay(chunk, none);
+    }
+    to - from
 }
 
 fn finish(cfg: &SimConfig, ctl: &Control, gen: &Generator<'_>, lanes: &[Lane]) -> RunResult {
@@ -724,20 +961,86 @@ mod tests {
         let mut lanes: Vec<Lane> = cfg.strategies.iter().map(|s| Lane::new(s, &cfg, cfg.dist.max_len(), &lens, true)).collect();
         let mut gen = Generator::new(&cfg);
         let n = lanes.len();
+        let fixed = |groups: Vec<Vec<usize>>| Split { groups, swing: None };
         let splits = [
-            vec![(0..n / 2).collect::<Vec<_>>(), (n / 2..n).collect()],
-            vec![(0..n).filter(|i| i % 2 == 0).collect(), (0..n).filter(|i| i % 2 == 1).collect()],
-            vec![vec![0], (1..n).collect(), vec![]],
+            fixed(vec![(0..n / 2).collect::<Vec<_>>(), (n / 2..n).collect()]),
+            fixed(vec![(0..n).filter(|i| i % 2 == 0).collect(), (0..n).filter(|i| i % 2 == 1).collect()]),
+            fixed(vec![vec![0], (1..n).collect(), vec![]]),
+            Split { groups: vec![(1..n / 2).collect(), (n / 2..n).collect()], swing: Some(0) },
         ];
         let mut k = 0;
         while !gen.finished {
-            let measured = replay_parallel(&mut gen, &mut lanes, &splits[k % splits.len()], &ctl, true, 7);
-            assert_eq!(measured.len(), splits[k % splits.len()].len());
+            let split = &splits[k % splits.len()];
+            let seg = replay_parallel(&mut gen, &mut lanes, split, &ctl, true, 7, Side::Worker, SWING_RULE);
+            assert_eq!(seg.ns.len(), split.groups.len());
             k += 1;
         }
         assert!(k > 6, "the run took {k} segments");
         let moved = serde_json::to_string(&finish(&cfg, &ctl, &gen, &lanes)).unwrap();
         assert!(one == moved, "lanes moved between threads differ from one thread");
+    }
+
+    /// A swing lane that changes threads as often as it can, in both directions (the rule asks
+    /// for it whatever the lag), and one that stays put, give the same results, bit for bit, as
+    /// one thread, whichever lane swings and wherever it starts; the generating thread's
+    /// catching up over held chunks is exercised on every move to it.
+    #[test]
+    fn a_swing_lane_moving_at_every_chunk_gives_bit_identical_results() {
+        let always = Rule { generator_at: 0, worker_at: usize::MAX };
+        let never = Rule { generator_at: usize::MAX, worker_at: 0 };
+        let mut strategies = report_defaults();
+        strategies.push(Strategy::Track { low: 1.0, high: 100.0, gain: 1.0 });
+        let cfg = SimConfig { strategies, ..SimConfig::report(92.0, (CHUNK * 40) as u64, 13) };
+        let ctl = Control::default();
+        let one = serde_json::to_string(&run_threads(&cfg, &ctl, 1)).unwrap();
+        let lens = lengths(&cfg);
+        let n = cfg.strategies.len();
+        for (swing, start, rule) in [(0, Side::Generator, always), (5, Side::Worker, always), (n - 1, Side::Worker, never)] {
+            let mut lanes: Vec<Lane> =
+                cfg.strategies.iter().map(|s| Lane::new(s, &cfg, cfg.dist.max_len(), &lens, true)).collect();
+            let mut gen = Generator::new(&cfg);
+            let others: Vec<usize> = (0..n).filter(|&i| i != swing).collect();
+            let split = Split { groups: vec![others[..4].to_vec(), others[4..].to_vec()], swing: Some(swing) };
+            let (mut moves, mut on_gen, mut chunks) = (0, 0, 0);
+            while !gen.finished {
+                let seg = replay_parallel(&mut gen, &mut lanes, &split, &ctl, true, 9, start, rule);
+                (moves, on_gen, chunks) = (moves + seg.moves, on_gen + seg.swing_on_generator, chunks + seg.chunks);
+            }
+            let swung = serde_json::to_string(&finish(&cfg, &ctl, &gen, &lanes)).unwrap();
+            assert!(one == swung, "swing lane {swing} from {start:?}: differs from one thread");
+            if rule.generator_at == 0 {
+                // A lane handed to the worker waits there for the chunk it needs next, up to a
+                // queue's length behind the generating thread.
+                assert!(moves >= chunks / (QUEUED_CHUNKS + 2), "{moves} moves in {chunks} chunks");
+                assert!(on_gen > 0 && on_gen < chunks, "{on_gen} of {chunks} chunks on the generating thread");
+            } else {
+                assert_eq!((moves, on_gen), (0, 0));
+            }
+        }
+    }
+
+    /// The swing lane evens two threads out as far as its cost allows, and the split picks the
+    /// lane and the groups that do it best.
+    #[test]
+    fn the_swing_lane_evens_out_the_threads() {
+        assert_eq!(swung(100, 80, 40, 40), (110, 0.25));
+        assert_eq!(swung(10, 80, 40, 40), (80, 1.0));
+        assert_eq!(swung(200, 80, 40, 40), (200, 0.0));
+        assert_eq!(swung(0, 0, 0, 0), (0, 1.0));
+        // Five lanes of 30 and a generator of 20: fixed, the best is 20 + 60 against 90; a swing
+        // lane of 30 evens them at (20 + 60 + 60 + 30) / 2 = 85.
+        let costs = Costs::new(&[30; 5], &[None; 5], &[0, 0]);
+        let fit = Fit { gen_cost: 20, worker_scale: SCALE_ONE };
+        let fixed = Split { groups: costs.split_scaled(20, SCALE_ONE, 2), swing: None };
+        assert_eq!(costs.load(&fixed, &fit), 90);
+        let best = costs.split_swing(20, SCALE_ONE, 2);
+        assert_eq!(best.groups.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2], "{best:?}");
+        assert!(best.swing.is_some());
+        assert_eq!(costs.load(&best, &fit), 85);
+        // 80 + f·30 = 60 + (1 − f)·30: a sixth of the chunks with the generator.
+        assert!((costs.swing_share(&best, &fit) - 1.0 / 6.0).abs() < 1e-9);
+        // Three groups: no swing lane.
+        assert_eq!(costs.split_swing(20, SCALE_ONE, 3).swing, None);
     }
 
     /// The refitted model charges the generating thread what it measured beyond its lanes and
@@ -757,7 +1060,8 @@ mod tests {
         assert_eq!(f.worker_scale, (SCALE_ONE * 3 / 2 + 2 * SCALE_ONE) / 2);
         let g = costs.split_scaled(f.gen_cost, f.worker_scale, 2);
         assert!(g[0].len() > g[1].len(), "{g:?}");
-        assert!(costs.load(&g, &f) < costs.load(&even, &f));
+        let fixed = |groups: Vec<Vec<usize>>| Split { groups, swing: None };
+        assert!(costs.load(&fixed(g), &f) < costs.load(&fixed(even), &f));
     }
 
     /// The split puts every lane in exactly one group and balances the costs, with a family's
