@@ -164,6 +164,7 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, thre
     // and, on every other chunk, each family of lanes replayed together (see `Costs`), so that
     // the lanes can be split into groups of about equal cost (the split changes no result).
     let families: Vec<Option<usize>> = lanes.iter().map(Lane::family).collect();
+    let calibration_start = Instant::now();
     let mut gen_ns = Vec::with_capacity(CALIBRATION_CHUNKS);
     let mut lane_ns: Vec<Vec<u64>> = vec![Vec::with_capacity(CALIBRATION_CHUNKS); lanes.len()];
     let mut family_ns: [Vec<u64>; FAMILIES] = Default::default();
@@ -199,8 +200,9 @@ fn run_open(cfg: &SimConfig, ctl: &Control, max_len: u32, allow: Shortcuts, thre
         let trace = std::env::var_os("SCHEDLAB_SIM_SPLIT_TRACE").is_some();
         if trace {
             eprintln!(
-                "sim split: calibrated on {} chunks: generator {gen_cost} ns/chunk, lanes alone {alone:?}, families together {together:?}",
-                gen_ns.len()
+                "sim split: calibrated on {} chunks in {:.1} ms: generator {gen_cost} ns/chunk, lanes alone {alone:?}, families together {together:?}",
+                gen_ns.len(),
+                calibration_start.elapsed().as_secs_f64() * 1e3
             );
         }
         while !gen.finished {
