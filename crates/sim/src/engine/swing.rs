@@ -24,8 +24,6 @@
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::lanes::Lane;
-
 /// The two sides a swing lane moves between.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -64,12 +62,12 @@ pub(super) struct Rule {
 }
 
 /// A lane in transit and the index (within the segment) of the next chunk it must replay.
-pub(super) type Travelling = (Lane, usize);
+pub(super) type Travelling<L> = (L, usize);
 
-/// The state the two threads share about the swing lane and the queue between them.
-pub(super) struct Handover {
+/// The state the two threads share about the swing lane `L` and the queue between them.
+pub(super) struct Handover<L> {
     rule: Rule,
-    slot: Mutex<Option<Travelling>>,
+    slot: Mutex<Option<Travelling<L>>>,
     /// Where the lane in `slot` goes (`Nobody`: the slot is empty).
     to: AtomicU8,
     /// The side that last asked for the lane (a stale request from the side that now owns it
@@ -80,8 +78,8 @@ pub(super) struct Handover {
     moves: AtomicUsize,
 }
 
-impl Handover {
-    pub(super) fn new(rule: Rule) -> Handover {
+impl<L> Handover<L> {
+    pub(super) fn new(rule: Rule) -> Handover<L> {
         Handover {
             rule,
             slot: Mutex::new(None),
@@ -113,7 +111,7 @@ impl Handover {
     }
 
     /// The lane if it is in transit to `me`.
-    pub(super) fn take(&self, me: Side) -> Option<Travelling> {
+    pub(super) fn take(&self, me: Side) -> Option<Travelling<L>> {
         if Side::from_u8(self.to.load(Ordering::Acquire)) != me {
             return None;
         }
@@ -124,7 +122,7 @@ impl Handover {
 
     /// Called by the owner `me` after replaying chunk `next − 1`: hands the lane to the other side
     /// if that side asked for it, else gives it back.
-    pub(super) fn offer(&self, me: Side, lane: Lane, next: usize) -> Option<Lane> {
+    pub(super) fn offer(&self, me: Side, lane: L, next: usize) -> Option<L> {
         if Side::from_u8(self.wanted_by.load(Ordering::Acquire)) != me.other() {
             return Some(lane);
         }
@@ -136,7 +134,9 @@ impl Handover {
     }
 
     /// Called by `me`, which does not own the lane: asks for it when the lag says `me` has time
-    /// to spare (not while the lane is on its way to either side).
+    /// to spare, not while the lane is in the slot. (A worker that has taken the lane but waits
+    /// for the chunk it needs next has emptied the slot: the generating thread may then ask, and
+    /// the lane may come back after one chunk on the worker. Harmless: it costs a move.)
     pub(super) fn maybe_ask(&self, me: Side) {
         if Side::from_u8(self.to.load(Ordering::Acquire)) != Side::Nobody {
             return;
@@ -153,7 +153,60 @@ impl Handover {
     }
 
     /// After both threads stopped: the lane if it is still in transit.
-    pub(super) fn into_travelling(self) -> Option<Travelling> {
+    pub(super) fn into_travelling(self) -> Option<Travelling<L>> {
         self.slot.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: Rule = Rule { generator_at: 5, worker_at: 2 };
+
+    /// Counts of chunks sent and done, as the two threads would make them.
+    fn lagging(h: &Handover<u32>, sent: usize, done: usize) {
+        (0..sent).for_each(|_| h.sent_one());
+        (0..done).for_each(|_| h.done_one());
+    }
+
+    #[test]
+    fn each_side_asks_at_its_mark_and_the_owner_hands_over_at_a_chunk_boundary() {
+        // Lag 4: neither side asks.
+        let h = Handover::new(RULE);
+        lagging(&h, 6, 2);
+        h.maybe_ask(Side::Generator);
+        h.maybe_ask(Side::Worker);
+        assert_eq!(h.offer(Side::Worker, 7, 3), Some(7));
+        assert_eq!(h.offer(Side::Generator, 7, 6), Some(7));
+        assert_eq!(h.moves(), 0);
+        // Lag 5: the generating thread asks; the worker hands it over after chunk 2.
+        h.sent_one();
+        h.maybe_ask(Side::Generator);
+        assert_eq!(h.offer(Side::Worker, 7, 3), None);
+        assert_eq!(h.take(Side::Worker), None, "the lane goes to the other side");
+        assert_eq!(h.take(Side::Generator), Some((7, 3)));
+        assert_eq!(h.take(Side::Generator), None, "taken once");
+        assert_eq!(h.moves(), 1);
+        // A stale request from the side that now owns the lane is ignored.
+        assert_eq!(h.offer(Side::Generator, 7, 7), Some(7));
+        // Lag 2: the worker asks; the generating thread hands it over after chunk 6.
+        lagging(&h, 0, 5);
+        h.maybe_ask(Side::Worker);
+        assert_eq!(h.offer(Side::Generator, 7, 7), None);
+        // While the lane is in the slot, neither side asks.
+        lagging(&h, 4, 0);
+        h.maybe_ask(Side::Generator);
+        assert_eq!(h.take(Side::Worker), Some((7, 7)));
+        assert_eq!(h.offer(Side::Worker, 7, 8), Some(7), "the generating thread asked while the lane was in the slot");
+        assert_eq!(h.moves(), 2);
+    }
+
+    #[test]
+    fn a_lane_left_in_the_slot_is_found_at_the_end() {
+        let h = Handover::new(Rule { generator_at: 0, worker_at: usize::MAX });
+        h.maybe_ask(Side::Worker);
+        assert_eq!(h.offer(Side::Generator, 3u32, 9), None);
+        assert_eq!(h.into_travelling(), Some((3, 9)));
     }
 }
