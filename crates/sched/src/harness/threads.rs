@@ -576,6 +576,35 @@ impl ClientState {
     }
 }
 
+/// When a client is catching up after it was away from its CPU. A gap between two turns of its
+/// loop of at least [`StallWatch::STALL_NS`] means the thread was stalled (preempted, or
+/// yielding); for as long again it is behind, and a burst that does not fit makes it count the
+/// marks the scheduler stored meanwhile before dropping anything (the client's view of the
+/// ring is otherwise only as fresh as its last poll, `-c`). A ring that is full because the
+/// scheduler is the bottleneck keeps the poll interval: reading the scheduler's release line at
+/// every full ring cost the drain row 5-15% (docs/notes/2026-11-29-intel-vm.md).
+#[derive(Clone, Copy, Debug, Default)]
+struct StallWatch {
+    until: u64,
+}
+
+impl StallWatch {
+    /// A turn of the loop takes well under a microsecond; the regular poll interval is 5 us.
+    const STALL_NS: u64 = 20_000;
+
+    /// A turn at `now` after one at `last` (ns).
+    fn turn(&mut self, last: u64, now: u64) {
+        let gap = now.saturating_sub(last);
+        if gap >= Self::STALL_NS {
+            self.until = now.saturating_add(gap);
+        }
+    }
+
+    fn catching_up(&self, now: u64) -> bool {
+        now < self.until
+    }
+}
+
 /// Distributed mode: run one scheduler pass if the scheduler thread sleeps and the lock is free.
 #[inline]
 fn maybe_schedule<P: Policy<Item>>(shared: &Shared<P>, me: u64, tries: &mut u64, passes: &mut u64) {
@@ -663,6 +692,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
     let mut passes = 0u64;
     let mut tries = 0u64;
     let mut next_poll = 0u64;
+    let mut stall = StallWatch::default();
     shared.ready.fetch_add(1, Ordering::SeqCst);
     let (start, end) = loop {
         let start = shared.start.load(Ordering::SeqCst);
@@ -702,6 +732,7 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             // leaves a message stamped later than its own read in the ring), so a plain `rdtsc`
             // serves and does not wait for this iteration's loads.
             let now = if poll_due { clock.now() } else { clock.now_unordered() };
+            stall.turn(last_now, now);
             last_now = now;
             probe.tick(now);
             if now >= spec_end {
@@ -726,9 +757,23 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
             // publication, and a burst that does not fit is dropped (counted) and ends the
             // iteration, as one burst per iteration would.
             let now_ps = u128::from(now) * 1000;
+            let mut refreshed = poll_due;
             while gap != u64::MAX && now_ps >= next_burst_ps {
                 let want = crate::workload::draw_len(spec.lengths.as_ref(), spec.burst, &mut rng);
                 let first_pos = ring.pushed();
+                if ring.space() < u64::from(want) && !refreshed && stall.catching_up(now) {
+                    // Back from a stall and behind: the ring looks full because the marks of
+                    // the packets the scheduler released while this thread was away have not
+                    // been counted yet. Count them before dropping anything (once per turn),
+                    // as the original's client does after every burst; only for as long as the
+                    // stall lasted, so a ring that is full because the scheduler is the
+                    // bottleneck (the drain row) keeps its poll interval.
+                    refreshed = true;
+                    let marks = ring.marks(u64::MAX);
+                    if marks > 0 {
+                        st.consume(&mut ring, marks, clock.now());
+                    }
+                }
                 let mut fit = ring.space().min(u64::from(want)) as u32;
                 if ctx.message_level {
                     // A burst is one message: all of it enters the ring, or none (a truncated
@@ -820,5 +865,29 @@ fn client_thread<P: Policy<Item>>(shared: &Shared<P>, mut ring: Producer, ctx: C
         ts_clamped: st.ts_clamped,
         ts_life_sum_ns: st.ts_life_sum,
         disturbance,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StallWatch;
+
+    #[test]
+    fn a_client_catches_up_for_as_long_as_it_was_away() {
+        let mut w = StallWatch::default();
+        // Turns 300 ns apart, and a 19 us gap: no stall.
+        w.turn(1_000, 1_300);
+        w.turn(1_300, 20_300);
+        assert!(!w.catching_up(20_300));
+        // Away for 2 ms: catching up until 2 ms after it came back.
+        w.turn(20_300, 2_020_300);
+        assert!(w.catching_up(2_020_300) && w.catching_up(4_020_299));
+        assert!(!w.catching_up(4_020_300));
+        // Short turns do not end it early; a clock that steps back does not start one.
+        w.turn(2_020_300, 2_020_600);
+        assert!(w.catching_up(3_000_000));
+        let mut v = StallWatch::default();
+        v.turn(5_000_000, 1_000);
+        assert!(!v.catching_up(1_000));
     }
 }
