@@ -368,6 +368,11 @@ if [ "$TABLE" = 0 ]; then
         # other row's interval reaching 1.0.
         printf '%s' "$VERDICTS" | python3 -c '
 import sys
+def f(x):
+    try:
+        return float(x)
+    except ValueError:
+        return float("nan")
 ok = True
 for line in sys.stdin:
     label, ratio, orig, req, ours, orig_off, ours_off = line.rstrip("\n").split("|")
@@ -379,11 +384,6 @@ for line in sys.stdin:
         good, want = med >= 1.5 and lo > 1.3, ">= 1.5x with the interval above 1.3"
         # The row measures the schedulers only while both rings overflow: each program offered
         # (pushed + dropped at its full ring) at least 1.5x what it delivered.
-        def f(x):
-            try:
-                return float(x)
-            except ValueError:
-                return float("nan")
         shares = [(name, f(off) / f(dl) if f(dl) > 0 else float("nan")) for name, off, dl in
                   (("original", orig_off, orig), ("schedlab", ours_off, ours))]
         bound = all(r >= 1.5 for _, r in shares)
@@ -404,14 +404,11 @@ for line in sys.stdin:
         # (run_one: burst_clocks = burst_sec * ticks_per_second): with 1500 B at 200 Gb/s on a
         # 2.6 GHz TSC calibrated a hair low, 155 ticks instead of 155.99, 0.65% fast. A tie at
         # the request then reads as schedlab slower by about that much.
-        try:
-            over = float(orig_off) / float(req) - 1
-        except (ValueError, ZeroDivisionError):
-            over = float("nan")
+        over = f(orig_off) / f(req) - 1 if f(req) > 0 else float("nan")
         if over > 0.001:
             want += (f" (note: the original'"'"'s client offered {100 * over:.2f}% more than the requested "
-                     f"{float(req):.3f} Mpps: it truncates each burst'"'"'s interval to whole TSC ticks; "
-                     f"schedlab offered {float(ours_off):.3f})")
+                     f"{f(req):.3f} Mpps: it truncates each burst'"'"'s interval to whole TSC ticks; "
+                     f"schedlab offered {f(ours_off):.3f})")
     print(f"bar: {label}: {med:.3f} [{lo:.3f}-{hi:.3f}]", "meets" if good else "MISSES", want)
     ok &= good
 print("bar: every row meets it" if ok else "bar: NOT met")

@@ -358,7 +358,6 @@ impl Costs {
             }
         }
         let own: Vec<u64> = alone.iter().zip(family).map(|(c, f)| (c - f.map_or(0, |f| shared[f])).max(1)).collect();
-        let own: Vec<u64> = own;
         let mut own_sums = Vec::new();
         if own.len() <= 16 {
             own_sums = vec![0u64; 1 << own.len()];
@@ -405,29 +404,27 @@ impl Costs {
 
     /// The modelled time per chunk of the slowest thread under `split`.
     fn load(&self, split: &Split, fit: &Fit) -> u64 {
-        let loads: Vec<u64> = split
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(g, m)| self.on(g, self.of(m.iter().copied()), fit.gen_cost, fit.worker_scale))
-            .collect();
-        match (split.swing, loads.as_slice()) {
-            (Some(s), [a, b]) => swung(*a, *b, self.alone[s], self.alone[s] * fit.worker_scale / SCALE_ONE).0,
-            _ => loads.into_iter().max().unwrap_or(0),
+        match self.swing_balance(split, fit) {
+            Some((t, _)) => t,
+            None => {
+                let loads = split.groups.iter().enumerate();
+                loads.map(|(g, m)| self.on(g, self.of(m.iter().copied()), fit.gen_cost, fit.worker_scale)).max().unwrap_or(0)
+            }
         }
     }
 
     /// The modelled share of chunks the swing lane of `split` replays on the generating thread
     /// (1 without a swing lane).
     fn swing_share(&self, split: &Split, fit: &Fit) -> f64 {
-        match split.swing {
-            Some(s) if split.groups.len() == 2 => {
-                let a = self.on(0, self.of(split.groups[0].iter().copied()), fit.gen_cost, fit.worker_scale);
-                let b = self.on(1, self.of(split.groups[1].iter().copied()), fit.gen_cost, fit.worker_scale);
-                swung(a, b, self.alone[s], self.alone[s] * fit.worker_scale / SCALE_ONE).1
-            }
-            _ => 1.0,
-        }
+        self.swing_balance(split, fit).map_or(1.0, |(_, f)| f)
+    }
+
+    /// [`swung`] for a split of two groups with a swing lane.
+    fn swing_balance(&self, split: &Split, fit: &Fit) -> Option<(u64, f64)> {
+        let (Some(s), [g0, g1]) = (split.swing, split.groups.as_slice()) else { return None };
+        let a = self.on(0, self.of(g0.iter().copied()), fit.gen_cost, fit.worker_scale);
+        let b = self.on(1, self.of(g1.iter().copied()), fit.gen_cost, fit.worker_scale);
+        Some(swung(a, b, self.alone[s], self.alone[s] * fit.worker_scale / SCALE_ONE))
     }
 
     /// How a split of the lanes (bit i of `gen_side` set: lane i with the generator) treats the
@@ -462,7 +459,6 @@ impl Costs {
             return fixed;
         }
         let fit = Fit { gen_cost, worker_scale };
-        let of = |m: u32| self.of_mask(m);
         let full = (1u32 << n) - 1;
         let each = |visit: &mut dyn FnMut(u64, usize, u32)| {
             for s in 0..n {
@@ -470,7 +466,11 @@ impl Costs {
                 let (c0, c1) = (self.alone[s], self.alone[s] * worker_scale / SCALE_ONE);
                 let mut m = others;
                 loop {
-                    visit(swung(gen_cost + of(m), of(others & !m) * worker_scale / SCALE_ONE, c0, c1).0, s, m);
+                    visit(
+                        swung(gen_cost + self.of_mask(m), self.of_mask(others & !m) * worker_scale / SCALE_ONE, c0, c1).0,
+                        s,
+                        m,
+                    );
                     if m == 0 {
                         break;
                     }
@@ -714,7 +714,9 @@ fn replay_parallel(
                 }
                 off += w0.elapsed();
             }
-            handover.sent_one();
+            if swing.is_some() {
+                handover.sent_one();
+            }
             replay_group(mine.iter_mut().map(|l| &mut **l), &chunk, &mut none);
             if let Some(l) = on_gen.as_mut() {
                 let s0 = Instant::now();
