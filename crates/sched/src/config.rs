@@ -38,7 +38,12 @@ pub struct Args {
 fn value<'a>(it: &mut impl Iterator<Item = &'a String>, opt: &str, inline: Option<&'a str>) -> Result<&'a str> {
     match inline {
         Some(v) => Ok(v),
-        None => it.next().map(|s| s.as_str()).with_context(|| format!("option {opt} needs a value (see --help)")),
+        // `--` ends the client options, so it is never a value: `--json -- -alg rr` forgot the file.
+        None => match it.next().map(|s| s.as_str()) {
+            Some("--") => bail!("option {opt} needs a value before '--' (see --help)"),
+            Some(v) => Ok(v),
+            None => bail!("option {opt} needs a value (see --help)"),
+        },
     }
 }
 
@@ -581,6 +586,7 @@ mod tests {
         assert!(err("-- -flowsets 0:1500:1 -alg rr").contains("WEIGHT"));
         assert!(err("-x").contains("unknown option"));
         assert!(err("-t").contains("needs a value"));
+        assert!(err("--json -- -flowsets 1:1500:1 -alg rr").contains("--json needs a value before '--'"));
         assert!(err("-f /nonexistent/sched.txt").contains("/nonexistent/sched.txt"));
     }
 }
