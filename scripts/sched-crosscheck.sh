@@ -197,15 +197,20 @@ pair() {
         local st
         st=$(paired_stats "$o" "$s")
         IFS='|' read -r st_ratio st_verdict st_raw st_swing <<< "$st"
+        # The same pairs compared like with like: each trial's delivered share of what its own
+        # client offered, schedlab's over the original's (unrounded median and interval).
+        local sh_raw sh
+        sh_raw=$(paired_stats "$(shares "$o" "$oo")" "$(shares "$s" "$so")" | cut -d'|' -f3)
+        sh=$(echo "$sh_raw" | awk 'NF == 3 { printf "%.3f [%.3f-%.3f]", $1, $2, $3; next } { print "n/a" }')
         printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$mo" "$ms" "$st_ratio" "$st_verdict" "${o# }" "${s# }"
         SWINGS="$SWINGS$(printf '| %s | %s |' "$label" "$st_swing")"$'\n'
-        VERDICTS="$VERDICTS$label|$st_raw|$mo|$req|$ms|$moo|$mso"$'\n'
+        VERDICTS="$VERDICTS$label|$st_raw|$mo|$req|$ms|$moo|$mso|$sh"$'\n'
         OFFERED="$OFFERED$(printf '| %s | %s | %s | %s | %s | %s | %s |' "$label" "${req:-?}" "$moo" "$mso" \
             "$(awk -v a="$mo" -v b="$moo" 'BEGIN { if (b + 0 > 0) printf "%.1f%%", 100 * a / b; else print "n/a" }')" \
             "$(awk -v a="$ms" -v b="$mso" 'BEGIN { if (b + 0 > 0) printf "%.1f%%", 100 * a / b; else print "n/a" }')" \
-            "$(awk -v a="$ms" -v b="$mso" -v c="$mo" -v d="$moo" -v q="$req" 'BEGIN {
+            "$(awk -v b="$mso" -v d="$moo" -v q="$req" -v sh="$sh" 'BEGIN {
                 if (q + 0 > 0 && (b < 0.99 * q || d < 0.99 * q)) print "n/a (a client side below the requested load)"
-                else if (b + 0 > 0 && c + 0 > 0 && d + 0 > 0) printf "%.3f", (a / b) / (c / d); else print "n/a" }')")"$'\n'
+                else print sh }')")"$'\n'
     else
         printf '| %s | %s | %s |\n' "$label" "$ms" "${s# }"
     fi
@@ -215,6 +220,12 @@ PLACEMENTS=""
 OFFERED=""
 SWINGS=""
 VERDICTS=""
+
+# shares "DELIVERED TRIALS" "OFFERED TRIALS": each trial's delivered / offered (nan when unknown).
+shares() {
+    awk -v d="$1" -v f="$2" 'BEGIN { n = split(d, a, " "); split(f, b, " ")
+        for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), (b[i] + 0 > 0 && a[i] != "nan" ? a[i] / b[i] : "nan") }'
+}
 
 # paired_stats "ORIG TRIALS" "OURS TRIALS": trial i of one program is paired with trial i of the
 # other (run back to back). Prints three fields separated by '|': the median paired ratio with its
@@ -350,7 +361,7 @@ if [ "$TABLE" = 0 ]; then
         echo "compares like with like where both programs' clients keep up with the requested load (else it is n/a:"
         echo "the offered load is then each client's own speed, part of what the first table measures)."
         echo
-        echo "| case | requested Mpps | original offered | schedlab offered | original delivered | schedlab delivered | ratio of delivered shares |"
+        echo "| case | requested Mpps | original offered | schedlab offered | original delivered | schedlab delivered | delivered shares, schedlab / original [interval] |"
         echo "|---|---|---|---|---|---|---|"
         printf '%s' "$OFFERED"
     fi
@@ -375,7 +386,7 @@ def f(x):
         return float("nan")
 ok = True
 for line in sys.stdin:
-    label, ratio, orig, req, ours, orig_off, ours_off = line.rstrip("\n").split("|")
+    label, ratio, orig, req, ours, orig_off, ours_off, share = line.rstrip("\n").split("|")
     try:
         med, lo, hi = map(float, ratio.split())
     except ValueError:
@@ -408,7 +419,7 @@ for line in sys.stdin:
         if over > 0.001:
             want += (f" (note: the original'"'"'s client offered {100 * over:.2f}% more than the requested "
                      f"{f(req):.3f} Mpps: it truncates each burst'"'"'s interval to whole TSC ticks; "
-                     f"schedlab offered {f(ours_off):.3f})")
+                     f"schedlab offered {f(ours_off):.3f}; delivered shares of what each offered, paired: {share})")
     print(f"bar: {label}: {med:.3f} [{lo:.3f}-{hi:.3f}]", "meets" if good else "MISSES", want)
     ok &= good
 print("bar: every row meets it" if ok else "bar: NOT met")
