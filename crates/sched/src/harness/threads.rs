@@ -359,7 +359,7 @@ fn run_with<P: Policy<Item> + Send + 'static>(
     // Wait for the end of the longest program, the -d cap, or Ctrl-C. Every wake-up of this
     // thread preempts a measuring thread on one of the CPUs (the original's main thread sleeps in
     // pthread_join): at 5 ms the scheduler thread counted ~200 involuntary switches a second, at
-    // MAIN_POLL ~26.
+    // MAIN_POLL 22-46 (docs/notes/2026-11-29-crosscheck-evening.md).
     let mut interrupted = false;
     loop {
         let now = clock.now();
